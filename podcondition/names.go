@@ -1,0 +1,70 @@
+package podcondition
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Condition types and reasons, spelled as OpenYurt spells them so that tools
+// written for its upgrade model read edgeota's pods unchanged.
+const (
+	// NeedUpgrade is True while a pod runs an older revision than its
+	// DaemonSet's current one, False when it is up to date.
+	NeedUpgrade corev1.PodConditionType = "PodNeedUpgrade"
+	// ImageReady tracks the pre-pull of the target revision's images on the
+	// pod's node; its message names the revision it is about.
+	ImageReady corev1.PodConditionType = "PodImageReady"
+
+	// ReasonPullImageRequested marks ImageReady=False written by the node
+	// agent: the node's owner asked for a pre-pull.
+	ReasonPullImageRequested = "PullImageRequested"
+	// ReasonPullImageSuccess marks ImageReady=True: the images are on the node.
+	ReasonPullImageSuccess = "PullImageSuccess"
+	// ReasonPullImageFail marks ImageReady=False after a failed pre-pull.
+	ReasonPullImageFail = "PullImageFail"
+)
+
+// revisionPrefix starts every OTA condition message that names a revision.
+const revisionPrefix = "controllerrevision: "
+
+// RevisionMessage is the message of an OTA condition about the DaemonSet
+// ControllerRevision whose hash is given, e.g. "controllerrevision: 5d4f7c".
+func RevisionMessage(hash string) string {
+	return revisionPrefix + hash
+}
+
+// Revision returns the revision hash named by an OTA condition message, and
+// false when the message names none.
+func Revision(message string) (string, bool) {
+	hash, ok := strings.CutPrefix(message, revisionPrefix)
+	if !ok || hash == "" {
+		return "", false
+	}
+	return hash, true
+}
+
+// Get returns the pod's condition of type t, or nil when it has none. The
+// result points into the pod: copy it before changing it.
+func Get(status *corev1.PodStatus, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == t {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// IsTrue reports whether the pod has condition t with status True.
+func IsTrue(status *corev1.PodStatus, t corev1.PodConditionType) bool {
+	c := Get(status, t)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// Equal reports whether the pod already carries a condition of want's type
+// with the same status, reason and message, so writing want would change
+// nothing that matters.
+func Equal(status *corev1.PodStatus, want corev1.PodCondition) bool {
+	c := Get(status, want.Type)
+	return c != nil && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message
+}

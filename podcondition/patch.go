@@ -1,0 +1,65 @@
+package podcondition
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// statusPatch is the strategic-merge patch body for one pod condition. The
+// pod's conditions merge by type, so the patch touches only its own entry.
+// The UID makes the API server refuse the patch if the pod was replaced by a
+// namesake since it was read.
+type statusPatch struct {
+	Metadata struct {
+		UID types.UID `json:"uid"`
+	} `json:"metadata"`
+	Status struct {
+		Conditions []map[string]any `json:"conditions"`
+	} `json:"status"`
+}
+
+// Set writes condition want onto the pod's status subresource, leaving every
+// other condition as it is. LastTransitionTime is kept when the status does not
+// change and set to now when it does. The pod is only read, never modified.
+func Set(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, want corev1.PodCondition, fieldManager string) (*corev1.Pod, error) {
+	transition := metav1.Now()
+	if old := Get(&pod.Status, want.Type); old != nil && old.Status == want.Status && !old.LastTransitionTime.IsZero() {
+		transition = old.LastTransitionTime
+	}
+	entry := map[string]any{
+		"type":               want.Type,
+		"status":             want.Status,
+		"reason":             want.Reason,
+		"message":            want.Message,
+		"lastTransitionTime": transition.UTC().Format(metav1.RFC3339Micro),
+	}
+	return patch(ctx, pods, pod, entry, fieldManager)
+}
+
+// Remove deletes the pod's condition of type t, leaving every other condition
+// as it is.
+func Remove(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, t corev1.PodConditionType, fieldManager string) (*corev1.Pod, error) {
+	return patch(ctx, pods, pod, map[string]any{"type": t, "$patch": "delete"}, fieldManager)
+}
+
+func patch(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, entry map[string]any, fieldManager string) (*corev1.Pod, error) {
+	var p statusPatch
+	p.Metadata.UID = pod.UID
+	p.Status.Conditions = []map[string]any{entry}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encoding condition patch for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	updated, err := pods.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
+		metav1.PatchOptions{FieldManager: fieldManager}, "status")
+	if err != nil {
+		return nil, fmt.Errorf("patching condition %v of pod %s/%s: %w", entry["type"], pod.Namespace, pod.Name, err)
+	}
+	return updated, nil
+}

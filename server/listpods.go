@@ -1,0 +1,41 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+)
+
+// ListPods answers from the informer cache: no API request, and the last known
+// state while the API server is out of reach. Before the cache's first sync it
+// answers Unavailable rather than an empty, misleading list.
+func (s *Server) ListPods(ctx context.Context, _ *edgeotav1.ListPodsRequest) (*edgeotav1.ListPodsResponse, error) {
+	if !s.synced() {
+		return nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet")
+	}
+	pods, err := s.lister.List(labels.Everything())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "listing cached pods: %v", err)
+	}
+	// The informer is already restricted to this node; the check keeps the
+	// promise even if it were not.
+	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return p.Spec.NodeName != s.nodeName })
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	items := make([]*edgeotav1.Pod, 0, len(pods))
+	for _, p := range pods {
+		items = append(items, podToProto(p))
+	}
+	return &edgeotav1.ListPodsResponse{Kind: "PodList", ApiVersion: "v1", Items: items}, nil
+}
