@@ -1,0 +1,89 @@
+// Command ota-controller is edgeota's cluster-side controller: it keeps the
+// OTA pod conditions of opted-in DaemonSets, pre-pulls images on request and
+// rolls DaemonSets past disconnected nodes. Run two replicas; a Lease elects
+// the one that works.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+)
+
+// defaultNamespace holds the Lease when $POD_NAMESPACE is not set.
+const defaultNamespace = "edgeota-system"
+
+type options struct {
+	kubeconfig     string
+	workers        int
+	qps            float64
+	burst          int
+	leaderElect    bool
+	leaseNamespace string
+	metricsAddress string
+	healthzAddress string
+}
+
+func main() {
+	fs := flag.NewFlagSet("ota-controller", flag.ContinueOnError)
+	opts := options{}
+	namespace := os.Getenv("POD_NAMESPACE")
+	if namespace == "" {
+		namespace = defaultNamespace
+	}
+	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster configuration")
+	fs.IntVar(&opts.workers, "workers", 4, "DaemonSets synced concurrently")
+	fs.Float64Var(&opts.qps, "kube-api-qps", 500, "API requests per second; sized to mark 1,000 pods in seconds (client-go's default of 5 would take minutes)")
+	fs.IntVar(&opts.burst, "kube-api-burst", 1000, "API request burst above --kube-api-qps")
+	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader through a Lease so that only one replica acts")
+	fs.StringVar(&opts.leaseNamespace, "leader-elect-namespace", namespace, "namespace of the Lease \""+leaseName+"\" (default $POD_NAMESPACE, else "+defaultNamespace+")")
+	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")
+	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
+	klog.InitFlags(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background().WithName("ota-controller"))
+	if err := run(ctx, opts); err != nil {
+		klog.FromContext(ctx).Error(err, "ota-controller failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func (o options) validate() error {
+	if o.workers < 1 {
+		return fmt.Errorf("--workers %d must be at least 1", o.workers)
+	}
+	if o.qps <= 0 {
+		return fmt.Errorf("--kube-api-qps %g must be positive", o.qps)
+	}
+	if o.burst < 1 {
+		return fmt.Errorf("--kube-api-burst %d must be at least 1", o.burst)
+	}
+	if o.leaderElect && o.leaseNamespace == "" {
+		return errors.New("--leader-elect-namespace must not be empty when --leader-elect is set")
+	}
+	for flagName, addr := range map[string]string{"--metrics-bind-address": o.metricsAddress, "--health-probe-bind-address": o.healthzAddress} {
+		if addr == "0" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%s %q is not host:port or 0: %w", flagName, addr, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/controller"
+)
+
+// Leader election timings: client-go's customary values, which let a standby
+// take over about 15 s after the leader stops renewing.
+const (
+	leaseName     = "ota-controller"
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+func run(ctx context.Context, o options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx)
+	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the API server configuration: %w", err)
+	}
+	config.QPS, config.Burst = float32(o.qps), o.burst
+	config.UserAgent = "ota-controller"
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(0)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controller.Component})
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := controller.NewMetrics(registry)
+	leaderHealth := leaderelection.NewLeaderHealthzAdaptor(renewDeadline)
+	servers, err := startServers(ctx, o, registry, leaderHealth)
+	if err != nil {
+		return err
+	}
+	defer servers.shutdown(logger)
+
+	work := func(ctx context.Context) error {
+		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(controller.Transform))
+		c, err := controller.NewController(ctx, client, factory, recorder, metrics)
+		if err != nil {
+			return err
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		return c.Run(ctx, o.workers)
+	}
+	if !o.leaderElect {
+		return work(ctx)
+	}
+	return leaderElect(ctx, o, client, leaderHealth, work)
+}
+
+// leaderElect runs work while this replica holds the Lease and returns when
+// ctx ends (releasing the Lease) or leadership is lost, which is an error: the
+// process exits and restarts as a standby rather than act on a stale view.
+func leaderElect(ctx context.Context, o options, client kubernetes.Interface, health *leaderelection.HealthzAdaptor,
+	work func(context.Context) error) error {
+	hostname, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("reading the hostname for the leader identity: %w", err)
+	}
+	identity := hostname + "_" + uuid.NewString()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: o.leaseNamespace, Name: leaseName},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	logger := klog.FromContext(ctx)
+	var started atomic.Bool
+	done := make(chan error, 1)
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   leaseDuration,
+		RenewDeadline:   renewDeadline,
+		RetryPeriod:     retryPeriod,
+		ReleaseOnCancel: true,
+		WatchDog:        health,
+		Name:            leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				started.Store(true)
+				logger.Info("Started leading", "identity", identity)
+				done <- work(ctx)
+			},
+			OnStoppedLeading: func() {
+				logger.Info("Stopped leading", "identity", identity)
+			},
+			OnNewLeader: func(leader string) {
+				if leader != identity {
+					logger.Info("Following the leader", "leader", leader)
+				}
+			},
+		},
+	})
+	if !started.Load() {
+		return nil // stopped while standing by
+	}
+	// RunOrDie has cancelled work's context; wait for it to wind down.
+	if err := <-done; err != nil {
+		return err
+	}
+	if ctx.Err() == nil {
+		return fmt.Errorf("lost the leadership of Lease %s/%s", o.leaseNamespace, leaseName)
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/klog/v2"
+)
+
+// drainTimeout bounds how long shutdown waits for in-flight scrapes and probes.
+const drainTimeout = 5 * time.Second
+
+type servers []*http.Server
+
+// startServers listens on the metrics and probe addresses (those not "0") and
+// serves in the background. /healthz fails when the leader stops renewing its
+// Lease, so the kubelet restarts a wedged leader; /readyz says the process
+// serves.
+func startServers(ctx context.Context, o options, registry *prometheus.Registry, leader *leaderelection.HealthzAdaptor) (servers, error) {
+	metrics := http.NewServeMux()
+	metrics.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+
+	probes := http.NewServeMux()
+	probes.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := leader.Check(r); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	probes.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+
+	var started servers
+	for _, s := range []struct {
+		addr    string
+		handler http.Handler
+	}{{o.metricsAddress, metrics}, {o.healthzAddress, probes}} {
+		if s.addr == "0" {
+			continue
+		}
+		l, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			started.shutdown(klog.FromContext(ctx))
+			return nil, fmt.Errorf("listening on %s: %w", s.addr, err)
+		}
+		srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				klog.FromContext(ctx).Error(err, "Serving failed", "address", l.Addr().String())
+			}
+		}()
+		klog.FromContext(ctx).Info("Serving", "address", l.Addr().String())
+		started = append(started, srv)
+	}
+	return started, nil
+}
+
+func (s servers) shutdown(logger klog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for _, srv := range s {
+		if err := srv.Shutdown(ctx); err != nil {
+			logger.Error(err, "Shutting down server")
+		}
+	}
+}

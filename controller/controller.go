@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// FieldManager names the controller in managedFields of everything it writes,
+// so that its condition entries are told apart from the node agent's.
+const FieldManager = "edgeota-ota-controller"
+
+// Component is the event source; events on DaemonSets say "ota-controller".
+const Component = "ota-controller"
+
+// writeParallelism bounds the API calls one DaemonSet sync has in flight: wide
+// enough to spend a QPS budget of hundreds per second on a 500-node rollout,
+// narrow enough not to flood the API server with goroutines.
+const writeParallelism = 64
+
+// Controller reconciles opted-in DaemonSets. Work items are DaemonSet keys
+// ("namespace/name"); every informer event is mapped to the DaemonSet it
+// concerns, so a sync always sees the whole DaemonSet.
+type Controller struct {
+	client   kubernetes.Interface
+	recorder record.EventRecorder
+	metrics  *Metrics
+	now      func() time.Time
+
+	dsLister       appslisters.DaemonSetLister
+	revisionLister appslisters.ControllerRevisionLister
+	podLister      corelisters.PodLister
+	nodeLister     corelisters.NodeLister
+	jobLister      batchlisters.JobLister
+	podIndexer     cache.Indexer
+	jobIndexer     cache.Indexer
+	synced         []cache.InformerSynced
+
+	queue        workqueue.TypedRateLimitingInterface[string]
+	expectations *expectations
+}
+
+// NewController wires the controller to the factory's DaemonSet, Pod, Node,
+// ControllerRevision and Job informers, adding the indexes it looks pods and
+// Jobs up by; start the factory after calling it. Build the factory with
+// informers.WithTransform(Transform) to keep the caches small. Events go to
+// recorder (component Component) and figures to metrics.
+func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory informers.SharedInformerFactory,
+	recorder record.EventRecorder, metrics *Metrics) (*Controller, error) {
+	dsInformer := factory.Apps().V1().DaemonSets()
+	revisionInformer := factory.Apps().V1().ControllerRevisions()
+	podInformer := factory.Core().V1().Pods()
+	nodeInformer := factory.Core().V1().Nodes()
+	jobInformer := factory.Batch().V1().Jobs()
+
+	c := &Controller{
+		client:         kubeClient,
+		recorder:       recorder,
+		metrics:        metrics,
+		now:            time.Now,
+		dsLister:       dsInformer.Lister(),
+		revisionLister: revisionInformer.Lister(),
+		podLister:      podInformer.Lister(),
+		nodeLister:     nodeInformer.Lister(),
+		jobLister:      jobInformer.Lister(),
+		podIndexer:     podInformer.Informer().GetIndexer(),
+		jobIndexer:     jobInformer.Informer().GetIndexer(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonsets"}),
+		expectations: newExpectations(time.Now),
+	}
+	metrics.watchQueue(c.queue)
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode}); err != nil {
+		return nil, fmt.Errorf("adding pod indexes: %w", err)
+	}
+	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byOwnerUID: indexByOwnerUID}); err != nil {
+		return nil, fmt.Errorf("adding job indexes: %w", err)
+	}
+	if err := c.addHandlers(ctx, dsInformer.Informer(), revisionInformer.Informer(), podInformer.Informer(), nodeInformer.Informer(), jobInformer.Informer()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run waits for the caches, then runs workers until ctx ends; it returns once
+// the in-flight syncs have finished.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return errors.New("failed to wait for caches to sync")
+	}
+	logger.Info("Starting workers", "count", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down workers")
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+// processNextWorkItem syncs one DaemonSet; errors requeue it with backoff,
+// success forgets its backoff.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	start := time.Now()
+	err := c.sync(ctx, key)
+	c.metrics.observeSync(time.Since(start), err)
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	utilruntime.HandleErrorWithContext(ctx, err, "Error syncing daemonset; requeuing", "daemonset", key)
+	c.queue.AddRateLimited(key)
+	return true
+}

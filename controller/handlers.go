@@ -1,0 +1,220 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+var (
+	daemonSetKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet").GroupKind()
+	jobKind       = batchv1.SchemeGroupVersion.WithKind("Job").GroupKind()
+	podKind       = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
+)
+
+// addHandlers maps every informer event to the DaemonSet it concerns.
+func (c *Controller) addHandlers(ctx context.Context, ds, revisions, pods, nodes, jobs cache.SharedIndexInformer) error {
+	logger := klog.FromContext(ctx)
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{ds, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueue,
+			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+			DeleteFunc: c.enqueue,
+		}},
+		{revisions, ownedHandler(func(obj any) { c.enqueueOwner(obj) })},
+		{pods, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueuePodOwner,
+			UpdateFunc: c.updatePod,
+			DeleteFunc: c.deletePod,
+		}},
+		{nodes, cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if node, ok := obj.(*corev1.Node); ok && nodeReady(node) {
+					c.enqueueNode(logger, node)
+				}
+			},
+			UpdateFunc: func(old, obj any) {
+				oldNode, ok1 := old.(*corev1.Node)
+				node, ok2 := obj.(*corev1.Node)
+				if ok1 && ok2 && nodeReady(oldNode) != nodeReady(node) {
+					c.enqueueNode(logger, node)
+				}
+			},
+		}},
+		{jobs, ownedHandler(func(obj any) {
+			if job, ok := obj.(*batchv1.Job); ok {
+				c.enqueueKey(c.daemonSetKeyForJob(job))
+			}
+		})},
+	}
+	for _, h := range handlers {
+		reg, err := h.informer.AddEventHandler(h.handler)
+		if err != nil {
+			return fmt.Errorf("adding event handler: %w", err)
+		}
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return nil
+}
+
+// ownedHandler calls f on every added, updated or deleted object, with
+// tombstones unwrapped.
+func ownedHandler(f func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    f,
+		UpdateFunc: func(_, obj any) { f(obj) },
+		DeleteFunc: func(obj any) { f(unwrap(obj)) },
+	}
+}
+
+// unwrap returns the last known state of an object deleted while the watch was
+// down.
+func unwrap(obj any) any {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return tombstone.Obj
+	}
+	return obj
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	c.queue.Add(key)
+}
+
+func (c *Controller) enqueueKey(key string) {
+	if key != "" {
+		c.queue.Add(key)
+	}
+}
+
+// enqueueOwner enqueues the DaemonSet controlling obj, if any.
+func (c *Controller) enqueueOwner(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		c.enqueueKey(c.daemonSetKeyFor(m.GetNamespace(), controllerOf(m)))
+	}
+}
+
+// enqueuePodOwner enqueues the DaemonSet of a daemon pod, or of the pod whose
+// pre-pull Job runs this pod.
+func (c *Controller) enqueuePodOwner(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
+		c.enqueueKey(key)
+		return
+	}
+	ref := controllerOf(pod)
+	if ref == nil || !isKind(ref, jobKind) {
+		return
+	}
+	job, err := c.jobLister.Jobs(pod.Namespace).Get(ref.Name)
+	if err != nil || job.UID != ref.UID {
+		return
+	}
+	c.enqueueKey(c.daemonSetKeyForJob(job))
+}
+
+// updatePod treats a pod turning terminating as its deletion, as the
+// ReplicaSet controller does: from then on its node counts as unavailable, so
+// the rollout need not wait for the kubelet to finish the pod.
+func (c *Controller) updatePod(old, obj any) {
+	oldPod, ok1 := old.(*corev1.Pod)
+	pod, ok2 := obj.(*corev1.Pod)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		c.deletePod(pod)
+		return
+	}
+	c.enqueuePodOwner(pod)
+}
+
+// deletePod observes a deletion the controller expects, then enqueues the
+// pod's DaemonSet.
+func (c *Controller) deletePod(obj any) {
+	pod, ok := unwrap(obj).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
+		c.expectations.deletionObserved(key, pod.UID, true)
+	}
+	c.enqueuePodOwner(pod)
+}
+
+// enqueueNode enqueues every DaemonSet with a pod on the node, so that a node
+// reconnecting is upgraded at once, not at the DaemonSet's next event.
+func (c *Controller) enqueueNode(logger klog.Logger, node *corev1.Node) {
+	objs, err := c.podIndexer.ByIndex(byNode, node.Name)
+	if err != nil {
+		logger.Error(err, "Listing pods of node", "node", klog.KObj(node))
+		return
+	}
+	keys := sets.New[string]()
+	for _, obj := range objs {
+		pod := obj.(*corev1.Pod)
+		keys.Insert(c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)))
+	}
+	keys.Delete("")
+	for key := range keys {
+		c.queue.Add(key)
+	}
+	logger.V(4).Info("Node readiness changed", "node", klog.KObj(node), "ready", nodeReady(node), "daemonsets", keys.Len())
+}
+
+// daemonSetKeyFor resolves a controller reference to the key of the DaemonSet
+// it names, "" unless that DaemonSet exists with the referenced UID (a
+// namesake recreated since is not the owner).
+func (c *Controller) daemonSetKeyFor(namespace string, ref *metav1.OwnerReference) string {
+	if ref == nil || !isKind(ref, daemonSetKind) {
+		return ""
+	}
+	ds, err := c.dsLister.DaemonSets(namespace).Get(ref.Name)
+	if err != nil || ds.UID != ref.UID {
+		return ""
+	}
+	return namespace + "/" + ref.Name
+}
+
+// daemonSetKeyForJob resolves a pre-pull Job to its DaemonSet through the pod
+// that owns it.
+func (c *Controller) daemonSetKeyForJob(job *batchv1.Job) string {
+	for i := range job.OwnerReferences {
+		ref := &job.OwnerReferences[i]
+		if !isKind(ref, podKind) {
+			continue
+		}
+		pod, err := c.podLister.Pods(job.Namespace).Get(ref.Name)
+		if err != nil || pod.UID != ref.UID {
+			continue
+		}
+		return c.daemonSetKeyFor(pod.Namespace, controllerOf(pod))
+	}
+	return ""
+}
+
+func controllerOf(obj metav1.Object) *metav1.OwnerReference {
+	return metav1.GetControllerOfNoCopy(obj)
+}
+
+func isKind(ref *metav1.OwnerReference, kind schema.GroupKind) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && ref.Kind == kind.Kind && gv.Group == kind.Group
+}

@@ -1,0 +1,133 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+// prePullTask returns the work that serves the pod's pre-pull request, or nil
+// when there is none: it removes a PodImageReady naming another revision than
+// the target (so the agent's upgrade gate only sees pulls for the current
+// one), abandons Jobs no request needs any more, creates the Job a request
+// needs, and writes its result once the Job's pod shows it.
+func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev1.Pod) func(context.Context) error {
+	cond := podcondition.Get(&pod.Status, podcondition.ImageReady)
+	revision, named := "", false
+	if cond != nil {
+		revision, named = conditionRevision(cond)
+	}
+	stale := named && revision != target
+	requested := named && revision == target && cond.Status == corev1.ConditionFalse &&
+		cond.Reason == podcondition.ReasonPullImageRequested && pod.Spec.NodeName != ""
+
+	var job *batchv1.Job
+	var obsolete []*batchv1.Job
+	name := prePullJobName(pod, target)
+	for _, j := range c.prePullJobsOf(pod) {
+		if requested && j.Name == name {
+			job = j
+		} else {
+			obsolete = append(obsolete, j)
+		}
+	}
+	outcome, why := pullPending, ""
+	if job != nil {
+		outcome, why = judgePull(job, c.podsControlledBy(job.UID))
+	}
+	act := requested && (job == nil || outcome != pullPending)
+	if !stale && !act && len(obsolete) == 0 {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		var errs []error
+		if stale {
+			if _, err := podcondition.Remove(ctx, c.client.CoreV1(), pod, podcondition.ImageReady, FieldManager); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, j := range obsolete {
+			errs = append(errs, c.deleteJob(ctx, ds, j))
+		}
+		if act {
+			errs = append(errs, c.servePrePull(ctx, ds, target, pod, job, outcome, why))
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// servePrePull creates the pod's pre-pull Job, or writes the result of the one
+// that finished and deletes it.
+func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, target string, pod *corev1.Pod,
+	job *batchv1.Job, outcome pullOutcome, why string) error {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "node", pod.Spec.NodeName)
+	if job == nil {
+		want := prePullJob(ds, pod, target)
+		_, err := c.client.BatchV1().Jobs(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			return nil // created by an earlier sync whose Job the cache does not show yet
+		}
+		if err != nil {
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedPrePullJob, "Creating pre-pull job for pod %s failed: %v", pod.Name, err)
+			return fmt.Errorf("creating pre-pull job %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		logger.V(2).Info("Created pre-pull job", "job", klog.KObj(want))
+		return nil
+	}
+
+	result := corev1.PodCondition{
+		Type:    podcondition.ImageReady,
+		Status:  corev1.ConditionTrue,
+		Reason:  podcondition.ReasonPullImageSuccess,
+		Message: podcondition.RevisionMessage(target),
+	}
+	if outcome == pullFailed {
+		result.Status, result.Reason = corev1.ConditionFalse, podcondition.ReasonPullImageFail
+		result.Message += "; " + why
+	}
+	if err := c.setCondition(ctx, pod, result); err != nil {
+		return err
+	}
+	if outcome == pullFailed {
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonPrePullFailed, "Pre-pull for pod %s on node %s failed: %s", pod.Name, pod.Spec.NodeName, why)
+	} else {
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonPrePullSucceeded, "Pre-pulled revision %s for pod %s on node %s", target, pod.Name, pod.Spec.NodeName)
+	}
+	logger.V(2).Info("Pre-pull finished", "job", klog.KObj(job), "succeeded", outcome == pullSucceeded)
+	return c.deleteJob(ctx, ds, job)
+}
+
+// deleteJob removes a pre-pull Job and, in the background, its pod.
+func (c *Controller) deleteJob(ctx context.Context, ds *appsv1.DaemonSet, job *batchv1.Job) error {
+	err := c.client.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+		Preconditions:     &metav1.Preconditions{UID: &job.UID},
+	})
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedPrePullJob, "Deleting pre-pull job %s failed: %v", job.Name, err)
+	return fmt.Errorf("deleting pre-pull job %s/%s: %w", job.Namespace, job.Name, err)
+}
+
+// prePullJobsOf returns the pod's pre-pull Jobs from the cache.
+func (c *Controller) prePullJobsOf(pod *corev1.Pod) []*batchv1.Job {
+	objs, _ := c.jobIndexer.ByIndex(byOwnerUID, string(pod.UID))
+	jobs := make([]*batchv1.Job, 0, len(objs))
+	for _, obj := range objs {
+		if job := obj.(*batchv1.Job); job.Labels[PrePullLabel] == "true" {
+			jobs = append(jobs, job)
+		}
+	}
+	return jobs
+}

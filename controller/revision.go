@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+// Labels and annotations the native DaemonSet controller writes; edgeota reads
+// them instead of re-implementing its hashing.
+const (
+	revisionHashLabel          = appsv1.DefaultDaemonSetUniqueLabelKey // "controller-revision-hash"
+	podTemplateGenerationLabel = "pod-template-generation"
+	templateGenerationAnnot    = "deprecated.daemonset.template.generation"
+)
+
+// targetRevision returns the hash of the DaemonSet's current ControllerRevision,
+// the one with the highest .revision among those it controls; "" while the
+// native controller has not created one yet (its creation requeues the
+// DaemonSet).
+func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (string, error) {
+	revisions, err := c.revisionLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
+	if err != nil {
+		return "", fmt.Errorf("listing controller revisions of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	var current *appsv1.ControllerRevision
+	for _, r := range revisions {
+		if ref := controllerOf(r); ref == nil || ref.UID != ds.UID {
+			continue
+		}
+		if current == nil || r.Revision > current.Revision {
+			current = r
+		}
+	}
+	if current == nil {
+		return "", nil
+	}
+	return current.Labels[revisionHashLabel], nil
+}
+
+// upToDate reports whether the pod runs the target revision, by its hash label
+// or, for pods created before hashes, by the template generation, as the
+// native controller decides it.
+func upToDate(ds *appsv1.DaemonSet, target string, pod *corev1.Pod) bool {
+	if target != "" && pod.Labels[revisionHashLabel] == target {
+		return true
+	}
+	generation, ok := ds.Annotations[templateGenerationAnnot]
+	return ok && pod.Labels[podTemplateGenerationLabel] == generation
+}
+
+// conditionRevision is the revision an OTA condition names. A failed pre-pull
+// appends its cause after "; ", which is not part of the hash.
+func conditionRevision(c *corev1.PodCondition) (string, bool) {
+	hash, ok := podcondition.Revision(c.Message)
+	hash, _, _ = strings.Cut(hash, ";")
+	return hash, ok
+}

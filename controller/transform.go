@@ -1,0 +1,92 @@
+package controller
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Transform trims objects before the informers store them, keeping only the
+// fields the controller reads: at 500 nodes the pod and node caches would
+// otherwise hold managedFields, node image lists and pod specs it never looks
+// at. Pass it to informers.WithTransform. It changes objects in place (the
+// informer hands it freshly decoded ones) and is idempotent.
+func Transform(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		trimPod(o)
+	case *corev1.Node:
+		trimNode(o)
+	case *appsv1.DaemonSet:
+		o.Annotations = keepAnnotations(o.Annotations,
+			StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation, templateGenerationAnnot)
+		trimPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.ControllerRevision:
+		o.Data = runtime.RawExtension{}
+	case *batchv1.Job:
+		o.Annotations = nil
+		trimPodSpec(&o.Spec.Template.Spec)
+	}
+	return obj, nil
+}
+
+// trimPod keeps identity, labels, owners, node, conditions and container
+// states: what tells a daemon pod's revision and availability and a pre-pull
+// pod's outcome.
+func trimPod(pod *corev1.Pod) {
+	pod.Annotations = nil
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	statuses := pod.Status.ContainerStatuses
+	for i := range statuses {
+		statuses[i] = corev1.ContainerStatus{Name: statuses[i].Name, Image: statuses[i].Image, State: statuses[i].State}
+	}
+	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions, ContainerStatuses: statuses}
+}
+
+// trimNode keeps only the Ready condition, the one fact the controller reads.
+func trimNode(node *corev1.Node) {
+	node.Labels, node.Annotations = nil, nil
+	var ready []corev1.NodeCondition
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = append(ready, c)
+		}
+	}
+	node.Spec = corev1.NodeSpec{}
+	node.Status = corev1.NodeStatus{Conditions: ready}
+}
+
+// trimPodSpec keeps what a pre-pull Job copies: images and pull secrets.
+func trimPodSpec(spec *corev1.PodSpec) {
+	*spec = corev1.PodSpec{
+		InitContainers:   trimContainers(spec.InitContainers),
+		Containers:       trimContainers(spec.Containers),
+		ImagePullSecrets: spec.ImagePullSecrets,
+		NodeName:         spec.NodeName,
+	}
+}
+
+func trimContainers(containers []corev1.Container) []corev1.Container {
+	for i, c := range containers {
+		containers[i] = corev1.Container{Name: c.Name, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy}
+	}
+	return containers
+}
+
+func keepAnnotations(annotations map[string]string, keys ...string) map[string]string {
+	var kept map[string]string
+	for _, k := range keys {
+		if v, ok := annotations[k]; ok {
+			if kept == nil {
+				kept = make(map[string]string, len(keys))
+			}
+			kept[k] = v
+		}
+	}
+	return kept
+}
