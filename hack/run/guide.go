@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/edgeota/edgeota/localcluster"
+)
+
+// printGuide prints what to try, as commands to paste from the checkout root,
+// using the binaries in bin/ and the cluster's own kubeconfig.
+func printGuide(w io.Writer, s *session, examples []example) {
+	kubeconfig, _ := filepath.Rel(s.root, s.cluster.Kubeconfig)
+	kubectl := "bin/kubectl --kubeconfig " + kubeconfig
+	agent := "http://" + s.agentAddr
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+
+	p("")
+	p("edgeota's local cluster is up: %d edge nodes (edge-node-1..%d), ota-controller, and ota-server for %s on %s.",
+		s.nodes, s.nodes, s.agentNode, s.agentAddr)
+	p("From %s:", s.root)
+	p("")
+	p("# The cluster (admin kubeconfig: %s)", kubeconfig)
+	p("  %s get nodes,daemonsets,pods -A -o wide", kubectl)
+	p("")
+	p("# The examples (annotation apps.openyurt.io/update-strategy)")
+	for _, e := range examples {
+		p("  %s/%s: %s, %s=%s; its pod on %s: %s", e.namespace, e.name, e.strategy, e.container, e.image, s.agentNode, e.agentPod)
+	}
+	e := examples[0]
+	for _, x := range examples {
+		if x.strategy == "OTA" {
+			e = x
+			break
+		}
+	}
+	p("")
+	p("# Change an image: every pod gets condition PodNeedUpgrade=True")
+	p("  %s -n %s set image daemonset/%s %s=nginx:1.19.5", kubectl, e.namespace, e.name, e.container)
+	p("  %s -n %s get pods -o custom-columns='NAME:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[0].image,NEED-UPGRADE:.status.conditions[?(@.type==\"PodNeedUpgrade\")].status'", kubectl, e.namespace)
+	p("")
+	p("# The node agent of %s: list its pods, pre-pull, upgrade (REST)", s.agentNode)
+	p("  curl -s %s/pods", agent)
+	p("  curl -s -X POST %s/openyurt.io/v1/namespaces/%s/pods/%s/imagepull", agent, e.namespace, e.agentPod)
+	p("  curl -s -X POST %s/openyurt.io/v1/namespaces/%s/pods/%s/upgrade", agent, e.namespace, e.agentPod)
+	p("# ... and over gRPC (pod names change with each upgrade: list them first)")
+	p("  bin/grpcurl -plaintext %s edgeota.v1.OTAService/ListPods", s.agentAddr)
+	p("  bin/grpcurl -plaintext -d '{\"namespace\":\"%s\",\"name\":\"%s\"}' %s edgeota.v1.OTAService/ImagePull", e.namespace, e.agentPod, s.agentAddr)
+	p("  bin/grpcurl -plaintext -d '{\"namespace\":\"%s\",\"name\":\"%s\"}' %s edgeota.v1.OTAService/Upgrade", e.namespace, e.agentPod, s.agentAddr)
+	p("")
+	p("# Cut a node off (it stops reporting; Ready turns Unknown), then bring it back")
+	p("  %s label node %s %s=true", kubectl, localcluster.NodeName(2), localcluster.CutOffLabel)
+	p("  %s label node %s %s-", kubectl, localcluster.NodeName(2), localcluster.CutOffLabel)
+	p("")
+	p("# Logs")
+	p("  .kwok/logs/ota-controller.log  .kwok/logs/ota-server.log  .kwok/clusters/%s/logs/", s.cluster.Name)
+	p("")
+	p("Press Ctrl-C to stop everything.")
+}

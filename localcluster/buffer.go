@@ -1,0 +1,19 @@
+package localcluster
+
+import "bytes"
+
+// maxErrorOutput bounds how much of a command's standard error goes into an
+// error message.
+const maxErrorOutput = 4096
+
+// limitedBuffer keeps the last maxErrorOutput bytes written to it.
+type limitedBuffer struct{ bytes.Buffer }
+
+// Write never fails; it drops the oldest bytes beyond the bound.
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	n, _ := b.Buffer.Write(p)
+	if over := b.Len() - maxErrorOutput; over > 0 {
+		b.Next(over)
+	}
+	return n, nil
+}

@@ -1,0 +1,208 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// createTimeout bounds kwokctl's wait for a new cluster to be ready: it takes
+// seconds on a laptop, far longer only when something is wrong.
+const createTimeout = 3 * time.Minute
+
+// Options describe a local cluster.
+type Options struct {
+	// Root is the checkout root (see Root); the cluster lives in Root/.kwok.
+	Root string
+	// Name is kwokctl's cluster name; clusters that run at the same time need
+	// different names.
+	Name string
+	// Kubeconfig is where kwokctl writes the admin kubeconfig; empty means
+	// Root/.kwok/<Name>.kubeconfig. The file is the cluster's alone.
+	Kubeconfig string
+	// Nodes is how many edge nodes to add, named by NodeName(1..Nodes).
+	Nodes int
+	// Log receives kwokctl's and kubectl's output; nil discards it.
+	Log io.Writer
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	// Name is kwokctl's name for the cluster.
+	Name string
+	// Kubeconfig is the path of the admin kubeconfig.
+	Kubeconfig string
+	// Config is the admin client configuration read from Kubeconfig.
+	Config *rest.Config
+	// Client is an admin client of the cluster.
+	Client kubernetes.Interface
+	// Tools locates the binaries.
+	Tools Tools
+
+	workDir string
+	log     io.Writer
+}
+
+// Create starts a cluster with kwokctl's binary runtime and adds opts.Nodes
+// edge nodes, waiting until they are Ready. On failure it deletes what it
+// started.
+func Create(ctx context.Context, opts Options) (*Cluster, error) {
+	c := newCluster(opts)
+	if err := c.Tools.Check(ClusterBinaries...); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.workDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating kwokctl's work dir: %w", err)
+	}
+	if err := c.create(ctx); err != nil {
+		return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+	}
+	if err := c.connect(); err != nil {
+		return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+	}
+	names := make([]string, opts.Nodes)
+	for i := range names {
+		names[i] = NodeName(i + 1)
+	}
+	if err := c.AddNodes(ctx, names...); err != nil {
+		return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+	}
+	return c, nil
+}
+
+// RemoveLeftover deletes the cluster opts names if its files exist, as left by
+// a process that died before deleting it, and reports whether there was one.
+// The caller must know that no live process still uses it.
+func RemoveLeftover(ctx context.Context, opts Options) (bool, error) {
+	c := newCluster(opts)
+	if _, err := os.Stat(c.WorkDir()); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return true, c.Delete(ctx)
+}
+
+func newCluster(opts Options) *Cluster {
+	c := &Cluster{
+		Name:       opts.Name,
+		Kubeconfig: opts.Kubeconfig,
+		Tools:      ToolsIn(opts.Root),
+		workDir:    filepath.Join(opts.Root, ".kwok"),
+		log:        opts.Log,
+	}
+	if c.Kubeconfig == "" {
+		c.Kubeconfig = filepath.Join(c.workDir, opts.Name+".kubeconfig")
+	}
+	if c.log == nil {
+		c.log = io.Discard
+	}
+	return c
+}
+
+func (c *Cluster) create(ctx context.Context) error {
+	config := c.configPath()
+	if err := writeConfig(config); err != nil {
+		return err
+	}
+	t := c.Tools
+	err := c.kwokctl(ctx, "create", "cluster",
+		"--config", config,
+		"--runtime", "binary",
+		"--etcd-binary", t.Path("etcd"),
+		"--kube-apiserver-binary", t.Path("kube-apiserver"),
+		"--kube-controller-manager-binary", t.Path("kube-controller-manager"),
+		"--kube-scheduler-binary", t.Path("kube-scheduler"),
+		"--kwok-controller-binary", t.Path("kwok"),
+		"--disable-qps-limits",
+		// The node lifecycle controller checks nodes every 5 s and gives up on
+		// one after 40 s without a heartbeat (factor 5: 25 s and 200 s).
+		"--heartbeat-factor", "1",
+		// Without node leases a node's status is its only heartbeat, and the
+		// stages stop it for a cut-off node (KWOK renews every lease it knows).
+		"--extra-args", "kwok-controller=node-lease-duration-seconds=0",
+		"--wait", createTimeout.String(),
+	)
+	if err != nil {
+		return fmt.Errorf("creating local cluster %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+func (c *Cluster) connect() error {
+	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig of local cluster %q: %w", c.Name, err)
+	}
+	config.QPS, config.Burst = -1, 0 // the tests' own cluster: no client-side throttling
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating a client of local cluster %q: %w", c.Name, err)
+	}
+	c.Config, c.Client = config, client
+	return nil
+}
+
+// Delete stops every process of the cluster and removes its files, the
+// kubeconfig included.
+func (c *Cluster) Delete(ctx context.Context) error {
+	if err := c.kwokctl(ctx, "delete", "cluster"); err != nil {
+		return fmt.Errorf("deleting local cluster %q: %w", c.Name, err)
+	}
+	for _, file := range []string{c.Kubeconfig, c.configPath()} {
+		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing the files of local cluster %q: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// configPath is where the cluster's kwokctl configuration is written.
+func (c *Cluster) configPath() string {
+	return filepath.Join(c.workDir, c.Name+".kwok.yaml")
+}
+
+// kwokctl runs kwokctl on this cluster, in the checkout's work dir and with
+// the cluster's own kubeconfig, so that neither ~/.kwok nor ~/.kube is used.
+func (c *Cluster) kwokctl(ctx context.Context, args ...string) error {
+	args = append(args, "--name", c.Name, "--kubeconfig", c.Kubeconfig)
+	cmd := exec.CommandContext(ctx, c.Tools.Path("kwokctl"), args...)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.workDir)
+	cmd.Stdout, cmd.Stderr = c.log, c.log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kwokctl %v: %w", args[:2], err)
+	}
+	return nil
+}
+
+// Kubectl runs bin/kubectl against the cluster as admin and returns its
+// standard output; its standard error is part of the error.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, c.Tools.Path("kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	var stderr limitedBuffer
+	cmd.Stderr = io.MultiWriter(&stderr, c.log)
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %v: %w: %s", args, err, stderr.String())
+	}
+	return out, nil
+}
+
+// WorkDir is the cluster's own directory under kwokctl's work dir: its
+// logs, PID files, PKI and the recorded component commands.
+func (c *Cluster) WorkDir() string {
+	return filepath.Join(c.workDir, "clusters", c.Name)
+}
+
+// CAFile is the certificate authority that signed the API server's
+// certificate, for kubeconfigs that do not use the admin's.
+func (c *Cluster) CAFile() string {
+	return filepath.Join(c.WorkDir(), "pki", "ca.crt")
+}

@@ -1,0 +1,48 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// CutOffLabel, set to "true" on a node, cuts it off: the node-cut-off stage
+// (stages/node-cut-off.yaml) stops its heartbeats and reports every condition
+// Unknown, as the node lifecycle controller does for a node that went silent;
+// the controller then taints it unreachable. Removing the label reconnects it.
+// It is a label rather than an API so that `make run` users can do the same
+// with kubectl.
+const CutOffLabel = "edgeota.io/cut-off"
+
+// CutOff cuts the node off from the cluster and waits until it is reported
+// Ready=Unknown.
+func (c *Cluster) CutOff(ctx context.Context, node string) error {
+	if err := c.labelNode(ctx, node, "true"); err != nil {
+		return err
+	}
+	return c.WaitNodeReady(ctx, node, corev1.ConditionUnknown)
+}
+
+// Reconnect undoes CutOff and waits until the node is Ready again.
+func (c *Cluster) Reconnect(ctx context.Context, node string) error {
+	if err := c.labelNode(ctx, node, nil); err != nil {
+		return err
+	}
+	return c.WaitNodeReady(ctx, node, corev1.ConditionTrue)
+}
+
+// labelNode sets CutOffLabel to value, or removes it when value is nil.
+func (c *Cluster) labelNode(ctx context.Context, node string, value any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{CutOffLabel: value}}})
+	if err != nil {
+		return fmt.Errorf("encoding the label patch: %w", err)
+	}
+	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("setting label %s=%v on node %s: %w", CutOffLabel, value, node, err)
+	}
+	return nil
+}
