@@ -90,7 +90,7 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byOwnerUID: indexByOwnerUID}); err != nil {
 		return nil, fmt.Errorf("adding job indexes: %w", err)
 	}
-	if err := c.addHandlers(ctx, dsInformer.Informer(), revisionInformer.Informer(), podInformer.Informer(), nodeInformer.Informer(), jobInformer.Informer()); err != nil {
+	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer.Informer(), nodeInformer.Informer(), jobInformer.Informer()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -120,7 +120,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
+	for ctx.Err() == nil && c.processNextWorkItem(ctx) {
 	}
 }
 

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 )
 
 var (
@@ -21,8 +19,7 @@ var (
 )
 
 // addHandlers maps every informer event to the DaemonSet it concerns.
-func (c *Controller) addHandlers(ctx context.Context, ds, revisions, pods, nodes, jobs cache.SharedIndexInformer) error {
-	logger := klog.FromContext(ctx)
+func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIndexInformer) error {
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
@@ -39,18 +36,8 @@ func (c *Controller) addHandlers(ctx context.Context, ds, revisions, pods, nodes
 			DeleteFunc: c.deletePod,
 		}},
 		{nodes, cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if node, ok := obj.(*corev1.Node); ok && nodeReady(node) {
-					c.enqueueNode(logger, node)
-				}
-			},
-			UpdateFunc: func(old, obj any) {
-				oldNode, ok1 := old.(*corev1.Node)
-				node, ok2 := obj.(*corev1.Node)
-				if ok1 && ok2 && nodeReady(oldNode) != nodeReady(node) {
-					c.enqueueNode(logger, node)
-				}
-			},
+			AddFunc:    func(obj any) { c.updateNode(&corev1.Node{}, obj) },
+			UpdateFunc: c.updateNode,
 		}},
 		{jobs, ownedHandler(func(obj any) {
 			if job, ok := obj.(*batchv1.Job); ok {
@@ -159,14 +146,17 @@ func (c *Controller) deletePod(obj any) {
 	c.enqueuePodOwner(pod)
 }
 
-// enqueueNode enqueues every DaemonSet with a pod on the node, so that a node
-// reconnecting is upgraded at once, not at the DaemonSet's next event.
-func (c *Controller) enqueueNode(logger klog.Logger, node *corev1.Node) {
-	objs, err := c.podIndexer.ByIndex(byNode, node.Name)
-	if err != nil {
-		logger.Error(err, "Listing pods of node", "node", klog.KObj(node))
+// updateNode enqueues every DaemonSet with a pod on a node whose readiness
+// changed (a new node counts as changed from NotReady), so that a node
+// reconnecting is upgraded at once, not at the DaemonSet's next event, and
+// one disconnecting frees the budget it held.
+func (c *Controller) updateNode(old, obj any) {
+	oldNode, ok1 := old.(*corev1.Node)
+	node, ok2 := obj.(*corev1.Node)
+	if !ok1 || !ok2 || nodeReady(oldNode) == nodeReady(node) {
 		return
 	}
+	objs, _ := c.podIndexer.ByIndex(byNode, node.Name)
 	keys := sets.New[string]()
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
@@ -176,7 +166,6 @@ func (c *Controller) enqueueNode(logger klog.Logger, node *corev1.Node) {
 	for key := range keys {
 		c.queue.Add(key)
 	}
-	logger.V(4).Info("Node readiness changed", "node", klog.KObj(node), "ready", nodeReady(node), "daemonsets", keys.Len())
 }
 
 // daemonSetKeyFor resolves a controller reference to the key of the DaemonSet

@@ -1,0 +1,288 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+const (
+	testNamespace = "default"
+	testDSName    = "ds"
+	testDSKey     = testNamespace + "/" + testDSName
+	testDSUID     = types.UID("ds-uid")
+	oldHash       = "old111"
+	newHash       = "new222"
+)
+
+// fixture is a controller over a fake clientset and informer caches seeded
+// with the same objects; tests call sync directly and check client actions.
+type fixture struct {
+	t        *testing.T
+	ctx      context.Context
+	client   *fake.Clientset
+	factory  informers.SharedInformerFactory
+	recorder *record.FakeRecorder
+	c        *Controller
+}
+
+func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	recorder := record.NewFakeRecorder(1000)
+	c, err := NewController(ctx, client, factory, recorder, NewMetrics(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatalf("NewController: %v", err)
+	}
+	f := &fixture{t: t, ctx: ctx, client: client, factory: factory, recorder: recorder, c: c}
+	for _, obj := range objs {
+		if err := f.indexer(obj).Add(obj); err != nil {
+			t.Fatalf("seeding the cache: %v", err)
+		}
+	}
+	return f
+}
+
+func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
+	switch obj.(type) {
+	case *appsv1.DaemonSet:
+		return f.factory.Apps().V1().DaemonSets().Informer().GetIndexer()
+	case *appsv1.ControllerRevision:
+		return f.factory.Apps().V1().ControllerRevisions().Informer().GetIndexer()
+	case *corev1.Pod:
+		return f.factory.Core().V1().Pods().Informer().GetIndexer()
+	case *corev1.Node:
+		return f.factory.Core().V1().Nodes().Informer().GetIndexer()
+	case *batchv1.Job:
+		return f.factory.Batch().V1().Jobs().Informer().GetIndexer()
+	}
+	f.t.Fatalf("no informer for %T", obj)
+	return nil
+}
+
+// sync runs one sync of the test DaemonSet and fails the test on error.
+func (f *fixture) sync() {
+	f.t.Helper()
+	if err := f.c.sync(f.ctx, testDSKey); err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+}
+
+// writes returns the actions that changed something, in order.
+func (f *fixture) writes() []core.Action {
+	var out []core.Action
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// deletedPods returns the names of the pods deleted, in order.
+func (f *fixture) deletedPods() []string { return f.deleted("pods") }
+
+// deleted returns the names of the objects of the resource deleted, in order.
+func (f *fixture) deleted(resource string) []string {
+	var names []string
+	for _, a := range f.writes() {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == resource {
+			names = append(names, a.(core.DeleteAction).GetName())
+		}
+	}
+	return names
+}
+
+// conditionPatches maps pod name to the condition entries it was patched with.
+func (f *fixture) conditionPatches() map[string][]map[string]any {
+	f.t.Helper()
+	out := map[string][]map[string]any{}
+	for _, a := range f.writes() {
+		p, ok := a.(core.PatchAction)
+		if !ok || a.GetSubresource() != "status" {
+			continue
+		}
+		var body struct {
+			Status struct {
+				Conditions []map[string]any `json:"conditions"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal(p.GetPatch(), &body); err != nil {
+			f.t.Fatalf("decoding patch %s: %v", p.GetPatch(), err)
+		}
+		out[p.GetName()] = append(out[p.GetName()], body.Status.Conditions...)
+	}
+	return out
+}
+
+// events drains the recorded events.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// countEvents counts the events of the type and reason.
+func countEvents(events []string, eventType, reason string) int {
+	n := 0
+	for _, e := range events {
+		if strings.HasPrefix(e, eventType+" "+reason+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+// wantEvent fails unless an event of the type and reason was recorded.
+func (f *fixture) wantEvent(events []string, eventType, reason string) {
+	f.t.Helper()
+	if countEvents(events, eventType, reason) == 0 {
+		f.t.Errorf("got events %q, want one %s %s", events, eventType, reason)
+	}
+}
+
+type dsOption func(*appsv1.DaemonSet)
+
+func withAnnotation(key, value string) dsOption {
+	return func(ds *appsv1.DaemonSet) { ds.Annotations[key] = value }
+}
+
+func withUpdateStrategy(t appsv1.DaemonSetUpdateStrategyType) dsOption {
+	return func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.Type = t }
+}
+
+func newDaemonSet(opts ...dsOption) *appsv1.DaemonSet {
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: testNamespace, Name: testDSName, UID: testDSUID,
+			Annotations: map[string]string{templateGenerationAnnot: "2"},
+		},
+		Spec: appsv1.DaemonSetSpec{
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				InitContainers:   []corev1.Container{{Name: "init", Image: "busybox:1.36"}},
+				Containers:       []corev1.Container{{Name: "nginx", Image: "nginx:1.19.4", ImagePullPolicy: corev1.PullIfNotPresent}},
+				ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}},
+			}},
+		},
+	}
+	for _, o := range opts {
+		o(ds)
+	}
+	return ds
+}
+
+// revisions are the DaemonSet's old and current ControllerRevisions.
+func revisions() []runtime.Object {
+	rev := func(hash string, n int64) *appsv1.ControllerRevision {
+		return &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: testNamespace, Name: testDSName + "-" + hash, UID: types.UID("rev-" + hash),
+				Labels:          map[string]string{revisionHashLabel: hash},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(newDaemonSet(), appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
+			},
+			Revision: n,
+		}
+	}
+	return []runtime.Object{rev(newHash, 2), rev(oldHash, 1)}
+}
+
+func newNode(name string, ready corev1.ConditionStatus) *corev1.Node {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if ready != "" {
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+	}
+	return node
+}
+
+type podOption func(*corev1.Pod)
+
+// notReady makes the pod not Ready.
+func notReady(pod *corev1.Pod) { pod.Status.Conditions[0].Status = corev1.ConditionFalse }
+
+// readySince makes the pod Ready since d ago.
+func readySince(d time.Duration) podOption {
+	return func(pod *corev1.Pod) {
+		pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-d))
+	}
+}
+
+func terminating(pod *corev1.Pod) { pod.DeletionTimestamp = &metav1.Time{Time: time.Now()} }
+
+func withCondition(c corev1.PodCondition) podOption {
+	return func(pod *corev1.Pod) { pod.Status.Conditions = append(pod.Status.Conditions, c) }
+}
+
+// newPod is a Ready pod of the test DaemonSet on node, at the revision hash.
+func newPod(name, node, hash string, opts ...podOption) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: testNamespace, Name: name, UID: types.UID(name + "-uid"), ResourceVersion: "1",
+			Labels:          map[string]string{revisionHashLabel: hash},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(newDaemonSet(), appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
+		},
+		Spec: corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+			Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour)),
+		}}},
+	}
+	for _, o := range opts {
+		o(pod)
+	}
+	return pod
+}
+
+// cluster is a DaemonSet with its revisions, one node per entry of ready
+// ("node-0", ...) each running one pod ("pod-0", ...) at the hash in hashes
+// (oldHash when hashes is shorter).
+func cluster(ds *appsv1.DaemonSet, ready []corev1.ConditionStatus, hashes ...string) []runtime.Object {
+	objs := append([]runtime.Object{ds}, revisions()...)
+	for i, r := range ready {
+		hash := oldHash
+		if i < len(hashes) {
+			hash = hashes[i]
+		}
+		node := fmt.Sprintf("node-%d", i)
+		objs = append(objs, newNode(node, r), newPod(fmt.Sprintf("pod-%d", i), node, hash))
+	}
+	return objs
+}
+
+func readyNodes(n int) []corev1.ConditionStatus {
+	out := make([]corev1.ConditionStatus, n)
+	for i := range out {
+		out[i] = corev1.ConditionTrue
+	}
+	return out
+}
+
+func needUpgrade(status corev1.ConditionStatus, hash string) corev1.PodCondition {
+	return corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: status, Message: podcondition.RevisionMessage(hash)}
+}

@@ -1,0 +1,76 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestPodEventsEnqueueTheirDaemonSet(t *testing.T) {
+	pod := requestedPod(newHash)
+	job := prePullFor(pod, newHash)
+	stranger := newPod("stranger", "edge-1", oldHash)
+	stranger.OwnerReferences[0].UID = types.UID("another-ds-of-the-same-name")
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want int
+	}{
+		{"daemon pod", pod, 1},
+		{"pre-pull job pod", jobPod(job), 1},
+		{"owner UID mismatch", stranger, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, prePullCluster(pod, job)...)
+			f.c.enqueuePodOwner(tt.pod)
+			if got := f.c.queue.Len(); got != tt.want {
+				t.Errorf("got %d queued, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJobEventsEnqueueTheirDaemonSet(t *testing.T) {
+	pod := requestedPod(newHash)
+	job := prePullFor(pod, newHash)
+	f := newFixture(t, prePullCluster(pod, job)...)
+	if got := f.c.daemonSetKeyForJob(job); got != testDSKey {
+		t.Errorf("got %q, want %q", got, testDSKey)
+	}
+	orphan := job.DeepCopy()
+	orphan.OwnerReferences[0].UID = "gone"
+	if got := f.c.daemonSetKeyForJob(orphan); got != "" {
+		t.Errorf("got %q for a Job whose pod was replaced, want none", got)
+	}
+}
+
+func TestDeletedPodTombstoneObservesExpectation(t *testing.T) {
+	pod := newPod("pod-0", "node-0", oldHash)
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(1))...)
+	f.c.expectations.expectDeletions(testDSKey, map[types.UID]string{pod.UID: pod.Spec.NodeName})
+	if f.c.expectations.satisfied(testDSKey) {
+		t.Fatal("got satisfied before the deletion was seen, want not")
+	}
+	f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "default/pod-0", Obj: pod})
+	if !f.c.expectations.satisfied(testDSKey) {
+		t.Error("got unsatisfied after the tombstone, want satisfied")
+	}
+	if got := f.c.queue.Len(); got != 1 {
+		t.Errorf("got %d queued, want 1", got)
+	}
+}
+
+func TestTerminatingPodObservesExpectation(t *testing.T) {
+	pod := newPod("pod-0", "node-0", oldHash)
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(1))...)
+	f.c.expectations.expectDeletions(testDSKey, map[types.UID]string{pod.UID: pod.Spec.NodeName})
+	deleting := newPod("pod-0", "node-0", oldHash, terminating)
+	deleting.ResourceVersion = "2"
+	f.c.updatePod(pod, deleting)
+	if !f.c.expectations.satisfied(testDSKey) {
+		t.Error("got unsatisfied once the pod is terminating, want satisfied")
+	}
+}

@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+func imageReady(status corev1.ConditionStatus, reason, hash string) corev1.PodCondition {
+	return corev1.PodCondition{Type: podcondition.ImageReady, Status: status, Reason: reason, Message: podcondition.RevisionMessage(hash)}
+}
+
+// requestedPod is an out-of-date pod whose owner asked to pre-pull hash.
+func requestedPod(hash string) *corev1.Pod {
+	return newPod("web", "edge-1", oldHash,
+		withCondition(needUpgrade(corev1.ConditionTrue, newHash)),
+		withCondition(imageReady(corev1.ConditionFalse, podcondition.ReasonPullImageRequested, hash)))
+}
+
+// prePullFor is the pod's pre-pull Job as the controller creates it, as the
+// cache shows it, with a UID.
+func prePullFor(pod *corev1.Pod, hash string) *batchv1.Job {
+	job := prePullJob(newDaemonSet(), pod, hash)
+	job.UID = types.UID(job.Name + "-uid")
+	return job
+}
+
+// jobPod is the Job's pod with one container status per container.
+func jobPod(job *batchv1.Job, states ...corev1.ContainerState) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: job.Namespace, Name: job.Name + "-x", UID: types.UID(job.Name + "-x-uid"),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+	}}
+	for i, st := range states {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: job.Spec.Template.Spec.Containers[i].Name, Image: job.Spec.Template.Spec.Containers[i].Image, State: st,
+		})
+	}
+	return pod
+}
+
+var (
+	running    = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	exited     = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}
+	startError = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError",
+		Message: `exec: "true": executable file not found in $PATH`}}
+	creating  = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	pullError = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "manifest unknown"}}
+)
+
+func prePullCluster(pod *corev1.Pod, extra ...runtime.Object) []runtime.Object {
+	return append(append(otaDaemonSet(), newNode("edge-1", corev1.ConditionTrue), pod), extra...)
+}
+
+func TestPrePullCreatesJob(t *testing.T) {
+	pod := requestedPod(newHash)
+	f := newFixture(t, prePullCluster(pod)...)
+	f.sync()
+
+	var created *batchv1.Job
+	for _, a := range f.writes() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "jobs" {
+			created = a.(core.CreateAction).GetObject().(*batchv1.Job)
+		}
+	}
+	if created == nil {
+		t.Fatalf("got writes %v, want a Job created", f.writes())
+	}
+	spec := created.Spec.Template.Spec
+	if spec.NodeName != "edge-1" {
+		t.Errorf("got nodeName %q, want edge-1", spec.NodeName)
+	}
+	var images []string
+	for _, c := range spec.Containers {
+		images = append(images, c.Image)
+	}
+	if want := []string{"busybox:1.36", "nginx:1.19.4"}; !slices.Equal(images, want) {
+		t.Errorf("got images %v, want %v (init containers' too, as regular containers)", images, want)
+	}
+	if len(spec.InitContainers) != 0 {
+		t.Errorf("got %d init containers, want none", len(spec.InitContainers))
+	}
+	if len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "regcred" {
+		t.Errorf("got image pull secrets %v, want [regcred]", spec.ImagePullSecrets)
+	}
+	if spec.RestartPolicy != corev1.RestartPolicyNever || *created.Spec.BackoffLimit != 0 || created.Spec.TTLSecondsAfterFinished == nil {
+		t.Errorf("got restartPolicy %s, backoffLimit %d, ttl %v; want Never, 0, set", spec.RestartPolicy, *created.Spec.BackoffLimit, created.Spec.TTLSecondsAfterFinished)
+	}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists || spec.Tolerations[0].Key != "" {
+		t.Errorf("got tolerations %v, want one tolerating every taint", spec.Tolerations)
+	}
+	refs := created.OwnerReferences
+	if len(refs) != 1 || refs[0].Kind != "Pod" || refs[0].UID != pod.UID || *refs[0].BlockOwnerDeletion {
+		t.Errorf("got owner references %v, want the pod, not blocking its deletion", refs)
+	}
+	if created.Name != prePullJobName(pod, newHash) || len(created.Name) > 63 {
+		t.Errorf("got name %q, want %q of at most 63 characters", created.Name, prePullJobName(pod, newHash))
+	}
+	if got := f.conditionPatches(); len(got) != 0 {
+		t.Errorf("got condition patches %v, want none before the Job ran", got)
+	}
+}
+
+func TestPrePullWaitsForJob(t *testing.T) {
+	pod := requestedPod(newHash)
+	job := prePullFor(pod, newHash)
+	f := newFixture(t, prePullCluster(pod, job, jobPod(job, running, creating))...)
+	f.sync()
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("got writes %v, want none while an image is still being pulled", w)
+	}
+}
+
+func TestPrePullResult(t *testing.T) {
+	tests := []struct {
+		name       string
+		states     []corev1.ContainerState
+		jobFailed  bool
+		wantStatus corev1.ConditionStatus
+		wantReason string
+		wantEvent  string
+	}{
+		{"success", []corev1.ContainerState{exited, running}, false, corev1.ConditionTrue, podcondition.ReasonPullImageSuccess, ReasonPrePullSucceeded},
+		{"success although the command failed", []corev1.ContainerState{startError, startError}, true, corev1.ConditionTrue, podcondition.ReasonPullImageSuccess, ReasonPrePullSucceeded},
+		{"image pull failure", []corev1.ContainerState{exited, pullError}, false, corev1.ConditionFalse, podcondition.ReasonPullImageFail, ReasonPrePullFailed},
+		{"job failed before any container started", nil, true, corev1.ConditionFalse, podcondition.ReasonPullImageFail, ReasonPrePullFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := requestedPod(newHash)
+			job := prePullFor(pod, newHash)
+			if tt.jobFailed {
+				job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}
+			}
+			f := newFixture(t, prePullCluster(pod, job, jobPod(job, tt.states...))...)
+			f.sync()
+
+			got := f.conditionPatches()["web"]
+			if len(got) != 1 {
+				t.Fatalf("got condition patches %v, want one on pod web", f.conditionPatches())
+			}
+			c := got[0]
+			message, _ := c["message"].(string)
+			if c["type"] != string(podcondition.ImageReady) || c["status"] != string(tt.wantStatus) || c["reason"] != tt.wantReason ||
+				!strings.HasPrefix(message, podcondition.RevisionMessage(newHash)) {
+				t.Errorf("got condition %v, want %s=%s reason %s naming %s", c, podcondition.ImageReady, tt.wantStatus, tt.wantReason, newHash)
+			}
+			if tt.wantStatus == corev1.ConditionFalse && message == podcondition.RevisionMessage(newHash) {
+				t.Errorf("got message %q, want the failure's cause in it", message)
+			}
+			if d := f.deleted("jobs"); !slices.Equal(d, []string{job.Name}) {
+				t.Errorf("got jobs deleted %v, want [%s]", d, job.Name)
+			}
+			f.wantEvent(f.events(), map[bool]string{true: corev1.EventTypeNormal, false: corev1.EventTypeWarning}[tt.wantStatus == corev1.ConditionTrue], tt.wantEvent)
+		})
+	}
+}
+
+func TestPrePullForOutdatedRevisionIsAbandoned(t *testing.T) {
+	pod := requestedPod(oldHash) // requested when oldHash was the target
+	job := prePullFor(pod, oldHash)
+	f := newFixture(t, prePullCluster(pod, job, jobPod(job, exited, exited))...)
+	f.sync()
+
+	got := f.conditionPatches()["web"]
+	if len(got) != 1 || got[0]["$patch"] != "delete" || got[0]["type"] != string(podcondition.ImageReady) {
+		t.Errorf("got condition patches %v, want only the removal of %s", got, podcondition.ImageReady)
+	}
+	if d := f.deleted("jobs"); !slices.Equal(d, []string{job.Name}) {
+		t.Errorf("got jobs deleted %v, want [%s]", d, job.Name)
+	}
+	for _, a := range f.writes() {
+		if a.GetVerb() == "create" {
+			t.Errorf("got %s %s created, want nothing for an outdated revision", a.GetResource().Resource, a.(core.CreateAction).GetObject())
+		}
+	}
+}
+
+func TestPrePullJobLeftOverIsDeleted(t *testing.T) {
+	pod := newPod("web", "edge-1", oldHash,
+		withCondition(needUpgrade(corev1.ConditionTrue, newHash)),
+		withCondition(imageReady(corev1.ConditionTrue, podcondition.ReasonPullImageSuccess, newHash)))
+	job := prePullFor(pod, newHash)
+	f := newFixture(t, prePullCluster(pod, job)...)
+	f.sync()
+	if d := f.deleted("jobs"); !slices.Equal(d, []string{job.Name}) {
+		t.Errorf("got jobs deleted %v, want [%s] whose result is already written", d, job.Name)
+	}
+	if got := f.conditionPatches(); len(got) != 0 {
+		t.Errorf("got condition patches %v, want none", got)
+	}
+}
+
+func TestPrePullJobName(t *testing.T) {
+	long := newPod(strings.Repeat("a", 250), "n", oldHash)
+	short := newPod("web-x7k2p", "n", oldHash)
+	for _, pod := range []*corev1.Pod{long, short} {
+		name := prePullJobName(pod, newHash)
+		if len(name) > 63 {
+			t.Errorf("got %q of %d characters, want at most 63", name, len(name))
+		}
+		if again := prePullJobName(pod, newHash); again != name {
+			t.Errorf("got %q then %q, want the same name each time", name, again)
+		}
+		if other := prePullJobName(pod, oldHash); other == name {
+			t.Errorf("got %q for both revisions, want distinct names", name)
+		}
+	}
+}

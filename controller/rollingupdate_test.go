@@ -1,0 +1,216 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+func advancedDaemonSet(maxUnavailable string, opts ...dsOption) *appsv1.DaemonSet {
+	opts = append(opts, withAnnotation(StrategyAnnotation, "AdvancedRollingUpdate"))
+	if maxUnavailable != "" {
+		opts = append(opts, withAnnotation(MaxUnavailableAnnotation, maxUnavailable))
+	}
+	return newDaemonSet(opts...)
+}
+
+// replacePod swaps the seeded pod of the same name for one changed by opts.
+func replacePod(objs []runtime.Object, pod *corev1.Pod) []runtime.Object {
+	for i, obj := range objs {
+		if p, ok := obj.(*corev1.Pod); ok && p.Name == pod.Name {
+			objs[i] = pod
+		}
+	}
+	return objs
+}
+
+func TestRollingUpdateAllNodesReady(t *testing.T) {
+	tests := []struct {
+		name           string
+		maxUnavailable string
+		nodes          int
+		want           int
+	}{
+		{"percentage rounds up", "30%", 10, 3},
+		{"integer", "2", 10, 2},
+		{"default 10%", "", 10, 1},
+		{"budget above nodes", "50", 4, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, cluster(advancedDaemonSet(tt.maxUnavailable), readyNodes(tt.nodes))...)
+			f.sync()
+			if got := len(f.deletedPods()); got != tt.want {
+				t.Errorf("got %d pods deleted, want %d", got, tt.want)
+			}
+			if got := len(f.conditionPatches()); got != 0 {
+				t.Errorf("got %d condition patches, want none in AdvancedRollingUpdate", got)
+			}
+			if got := countEvents(f.events(), corev1.EventTypeNormal, ReasonDeletedPod); got != tt.want {
+				t.Errorf("got %d %s events, want %d", got, ReasonDeletedPod, tt.want)
+			}
+		})
+	}
+}
+
+func TestSkipsNotReadyNodes(t *testing.T) {
+	// Six Ready nodes, then one each NotReady, Unknown, without a Ready
+	// condition, and one missing from the cache.
+	ready := append(readyNodes(6), corev1.ConditionFalse, corev1.ConditionUnknown, "")
+	objs := cluster(advancedDaemonSet("30%"), ready)
+	objs = append(objs, newPod("pod-gone", "gone-node", oldHash))
+	f := newFixture(t, objs...)
+	f.sync()
+	deleted := f.deletedPods()
+	// 10 nodes run pods: 30% is 3, and no NotReady node uses the budget.
+	if len(deleted) != 3 {
+		t.Errorf("got %d pods deleted (%v), want 3", len(deleted), deleted)
+	}
+	for _, name := range deleted {
+		if name >= "pod-6" {
+			t.Errorf("got pod %s deleted, want only pods on Ready nodes (pod-0..pod-5)", name)
+		}
+	}
+}
+
+func TestNewPodNotYetAvailableHoldsBudget(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want int
+	}{
+		{"new pod not Ready", newPod("pod-0", "node-0", newHash, notReady), 1},
+		{"new pod Ready for less than minReadySeconds", newPod("pod-0", "node-0", newHash, readySince(10*time.Second)), 1},
+		{"new pod available", newPod("pod-0", "node-0", newHash), 2},
+		{"only a terminating pod", newPod("pod-0", "node-0", oldHash, terminating), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := advancedDaemonSet("2", func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = 60 })
+			f := newFixture(t, replacePod(cluster(ds, readyNodes(5)), tt.pod)...)
+			f.sync()
+			if got := len(f.deletedPods()); got != tt.want {
+				t.Errorf("got %d pods deleted, want %d", got, tt.want)
+			}
+			if slices.Contains(f.deletedPods(), "pod-0") {
+				t.Errorf("got pod-0 deleted, want it left alone")
+			}
+		})
+	}
+}
+
+func TestRequeuesAfterMinReadySeconds(t *testing.T) {
+	ds := advancedDaemonSet("1", func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = 2 })
+	f := newFixture(t, replacePod(cluster(ds, readyNodes(2)), newPod("pod-0", "node-0", newHash, readySince(time.Second)))...)
+	f.sync()
+	if got := len(f.deletedPods()); got != 0 {
+		t.Fatalf("got %d pods deleted, want 0 while pod-0 is not yet available", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for f.c.queue.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if f.c.queue.Len() != 1 {
+		t.Errorf("got %d queued, want the DaemonSet requeued once pod-0 becomes available", f.c.queue.Len())
+	}
+}
+
+func TestReplacesUnavailableOldPodAtOnce(t *testing.T) {
+	// Budget 1, already used by node-0's unavailable new pod; node-1's old pod
+	// is down anyway, so replacing it costs nothing.
+	objs := cluster(advancedDaemonSet("1"), readyNodes(4))
+	objs = replacePod(objs, newPod("pod-0", "node-0", newHash, notReady))
+	objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, notReady))
+	f := newFixture(t, objs...)
+	f.sync()
+	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-1"}) {
+		t.Errorf("got pods deleted %v, want [pod-1]", got)
+	}
+}
+
+func TestInvalidMaxUnavailableDeletesNothing(t *testing.T) {
+	f := newFixture(t, cluster(advancedDaemonSet("lots"), readyNodes(3))...)
+	f.sync()
+	if got := f.deletedPods(); len(got) != 0 {
+		t.Errorf("got pods deleted %v, want none", got)
+	}
+	f.wantEvent(f.events(), corev1.EventTypeWarning, ReasonInvalidMaxUnavailable)
+}
+
+func TestNotReadyNodeTurningReadyIsUpgraded(t *testing.T) {
+	// node-0..1 are upgraded; node-2 is disconnected with an old pod.
+	objs := cluster(advancedDaemonSet("1"), []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionTrue, corev1.ConditionFalse}, newHash, newHash)
+	f := newFixture(t, objs...)
+	f.sync()
+	if got := f.deletedPods(); len(got) != 0 {
+		t.Fatalf("got pods deleted %v while node-2 is NotReady, want none", got)
+	}
+
+	old := newNode("node-2", corev1.ConditionFalse)
+	reconnected := newNode("node-2", corev1.ConditionTrue)
+	reconnected.ResourceVersion = "2"
+	if err := f.indexer(reconnected).Update(reconnected); err != nil {
+		t.Fatal(err)
+	}
+	f.c.queue.Forget(testDSKey)
+	f.c.updateNode(old, reconnected)
+	if got := f.c.queue.Len(); got != 1 {
+		t.Fatalf("got %d queued after node-2 turned Ready, want 1", got)
+	}
+	key, _ := f.c.queue.Get()
+	if key != testDSKey {
+		t.Fatalf("got %q queued, want %q", key, testDSKey)
+	}
+	f.c.queue.Done(key)
+	f.sync()
+	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-2"}) {
+		t.Errorf("got pods deleted %v, want [pod-2]", got)
+	}
+}
+
+func TestExpectationsPreventOverDeletion(t *testing.T) {
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(3))...)
+	f.sync()
+	deleted := f.deletedPods()
+	if len(deleted) != 1 {
+		t.Fatalf("got %d pods deleted, want 1", len(deleted))
+	}
+
+	// The cache still shows the deleted pod running: no second deletion.
+	f.sync()
+	if got := f.deletedPods(); len(got) != 1 {
+		t.Fatalf("got %d pods deleted after a sync on a stale cache, want still 1", len(got))
+	}
+
+	// The deletion shows up and the pod leaves the cache, but its replacement
+	// has not arrived: the node still counts as unavailable.
+	var gone *corev1.Pod
+	for _, obj := range f.factory.Core().V1().Pods().Informer().GetIndexer().List() {
+		if p := obj.(*corev1.Pod); p.Name == deleted[0] {
+			gone = p
+		}
+	}
+	if err := f.indexer(gone).Delete(gone); err != nil {
+		t.Fatal(err)
+	}
+	f.c.deletePod(cache.DeletedFinalStateUnknown{Key: testNamespace + "/" + gone.Name, Obj: gone})
+	f.sync()
+	if got := f.deletedPods(); len(got) != 1 {
+		t.Fatalf("got %d pods deleted before the replacement appeared, want still 1", len(got))
+	}
+
+	// The replacement arrives and becomes available: the next pod goes.
+	replacement := newPod(gone.Name+"-new", gone.Spec.NodeName, newHash)
+	if err := f.indexer(replacement).Add(replacement); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	if got := f.deletedPods(); len(got) != 2 {
+		t.Errorf("got %d pods deleted after the replacement became available, want 2", len(got))
+	}
+}

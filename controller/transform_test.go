@@ -1,0 +1,51 @@
+package controller
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
+	pod := newPod("p", "node-0", oldHash, withCondition(needUpgrade(corev1.ConditionTrue, newHash)))
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	pod.Annotations = map[string]string{"big": "x"}
+	pod.Spec.Containers = []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A"}}}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "i", ImageID: "sha", State: running}}
+	got, _ := Transform(pod)
+	p := got.(*corev1.Pod)
+	if p.ManagedFields != nil || p.Annotations != nil || p.Spec.Containers != nil || p.Status.ContainerStatuses[0].ImageID != "" {
+		t.Errorf("got %+v, want managedFields, annotations, containers and image IDs dropped", p)
+	}
+	if p.Spec.NodeName != "node-0" || len(p.Status.Conditions) != 2 || p.Labels[revisionHashLabel] != oldHash ||
+		controllerOf(p) == nil || p.Status.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("got %+v, want node, conditions, labels, owner and container states kept", p)
+	}
+
+	node := newNode("n", corev1.ConditionTrue)
+	node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeMemoryPressure})
+	node.Status.Images = []corev1.ContainerImage{{Names: []string{"nginx"}}}
+	got, _ = Transform(node)
+	n := got.(*corev1.Node)
+	if len(n.Status.Images) != 0 || len(n.Status.Conditions) != 1 || !nodeReady(n) {
+		t.Errorf("got %+v, want only the Ready condition kept", n.Status)
+	}
+
+	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation("kubectl.kubernetes.io/last-applied-configuration", "{...}"))
+	got, _ = Transform(ds)
+	d := got.(*appsv1.DaemonSet)
+	if _, ok := d.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok || d.Annotations[StrategyAnnotation] != "OTA" ||
+		d.Annotations[templateGenerationAnnot] != "2" {
+		t.Errorf("got annotations %v, want only the ones the controller reads", d.Annotations)
+	}
+	if d.Spec.Template.Spec.Containers[0].Image != "nginx:1.19.4" || d.Spec.Template.Spec.ImagePullSecrets[0].Name != "regcred" {
+		t.Errorf("got template %+v, want images and pull secrets kept", d.Spec.Template.Spec)
+	}
+
+	again, _ := Transform(p)
+	if again.(*corev1.Pod).Spec.NodeName != "node-0" {
+		t.Error("got a second transform losing fields, want it idempotent")
+	}
+}
