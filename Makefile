@@ -67,7 +67,7 @@ tools:
 
 ## run: the main job: local cluster, controller, one node agent, examples.
 run: tools build
-	hack/run.sh
+	$(GO) run ./hack/run
 
 ## bench: rollout, marking and node-API figures beside their baselines.
 bench: tools build
