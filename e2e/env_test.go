@@ -1,0 +1,123 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/localcluster"
+)
+
+// testNamespace is where each scenario's own objects live.
+const testNamespace = "e2e"
+
+// env is one scenario's world: a fresh cluster and a directory for logs.
+type env struct {
+	t       *testing.T
+	root    string
+	cluster *localcluster.Cluster
+	logDir  string
+	ns      string
+}
+
+// newEnv creates a cluster with the given number of edge nodes for the test,
+// deleted when the test ends, with a namespace for its objects. A missing
+// binary fails the test: the suite never passes by not running.
+func newEnv(t *testing.T, nodes int) *env {
+	t.Helper()
+	root, err := localcluster.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localcluster.ToolsIn(root).Check(append(localcluster.ClusterBinaries, "ota-server", "ota-controller")...); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, root: root, logDir: filepath.Join(root, ".cache", "e2e", t.Name()), ns: testNamespace}
+	if err := os.RemoveAll(e.logDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(e.logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clusterLog, err := os.Create(filepath.Join(e.logDir, "kwokctl.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = clusterLog.Close() })
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	e.cluster, err = localcluster.Create(ctx, localcluster.Options{
+		Root: root, Name: clusterName(t), Nodes: nodes, Log: clusterLog,
+	})
+	if err != nil {
+		t.Fatalf("creating the local cluster: %v", err)
+	}
+	t.Logf("cluster %s with %d nodes up in %s; logs in %s", e.cluster.Name, nodes, time.Since(start).Round(time.Millisecond), e.logDir)
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.keepClusterLogs()
+		}
+		if err := e.cluster.Delete(context.Background()); err != nil {
+			t.Errorf("deleting the cluster: %v", err)
+		}
+	})
+	e.createNamespace(ctx)
+	return e
+}
+
+// clusterName is unique per run, so that concurrent runs (two checkouts'
+// suites, or a suite beside `make run`) never share a cluster.
+func clusterName(t *testing.T) string {
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	name := strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-"))
+	name = strings.TrimPrefix(name, "test")
+	return "e2e" + name[:min(len(name), 30)] + "-" + hex.EncodeToString(suffix)
+}
+
+// createNamespace creates the test namespace and waits for its default
+// service account, without which pods are refused.
+func (e *env) createNamespace(ctx context.Context) {
+	e.t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
+	if _, err := e.cluster.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("creating namespace %s: %v", e.ns, err)
+	}
+	eventually(e.t, "the default service account of namespace "+e.ns, func(ctx context.Context) (bool, string, error) {
+		_, err := e.cluster.Client.CoreV1().ServiceAccounts(e.ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, "", nil
+	})
+}
+
+// keepClusterLogs copies the components' logs next to the test's, as
+// deleting the cluster removes them.
+func (e *env) keepClusterLogs() {
+	logs, _ := filepath.Glob(filepath.Join(e.cluster.WorkDir(), "logs", "*.log"))
+	for _, src := range logs {
+		data, err := os.ReadFile(src)
+		if err == nil {
+			_ = os.WriteFile(filepath.Join(e.logDir, "cluster-"+filepath.Base(src)), data, 0o644)
+		}
+	}
+	e.t.Logf("logs kept in %s", e.logDir)
+}
+
+// ctx is a context for one step of a scenario.
+func (e *env) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(e.t.Context(), waitTimeout)
+	e.t.Cleanup(cancel)
+	return ctx
+}
