@@ -39,7 +39,6 @@ type Controller struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
 	metrics  *Metrics
-	now      func() time.Time
 
 	dsLister       appslisters.DaemonSetLister
 	revisionLister appslisters.ControllerRevisionLister
@@ -71,7 +70,6 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 		client:         kubeClient,
 		recorder:       recorder,
 		metrics:        metrics,
-		now:            time.Now,
 		dsLister:       dsInformer.Lister(),
 		revisionLister: revisionInformer.Lister(),
 		podLister:      podInformer.Lister(),

@@ -28,7 +28,15 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 			podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
 		}
 	}
-	budget, err := maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], len(podsByNode))
+	// Nodes whose pod was deleted and not yet replaced still run the
+	// DaemonSet, for the percentage as for the count of unavailable ones.
+	var awaiting []string
+	for _, node := range c.expectations.awaitingReplacement(key) {
+		if _, seen := podsByNode[node]; !seen {
+			awaiting = append(awaiting, node)
+		}
+	}
+	budget, err := maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], len(podsByNode)+len(awaiting))
 	if err != nil {
 		c.recorder.Event(ds, corev1.EventTypeWarning, ReasonInvalidMaxUnavailable, err.Error()+"; no pod is deleted until it is fixed")
 		return nil
@@ -38,7 +46,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 		return nil
 	}
 
-	now := c.now()
+	now := time.Now()
 	unavailable, recheck := 0, time.Duration(0)
 	var replaceNow, candidates []*corev1.Pod
 	for node, nodePods := range podsByNode {
@@ -67,8 +75,8 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 			}
 		}
 	}
-	for _, node := range c.expectations.awaitingReplacement(key) {
-		if _, seen := podsByNode[node]; !seen && c.nodeIsReady(node) {
+	for _, node := range awaiting {
+		if c.nodeIsReady(node) {
 			unavailable++
 		}
 	}
@@ -78,7 +86,11 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 
 	allowed := min(max(budget-unavailable, 0), len(candidates))
 	toDelete := append(replaceNow, candidates[:allowed]...)
-	logger.V(2).Info("Rolling update", "nodes", len(podsByNode), "maxUnavailable", budget,
+	verbosity := 4
+	if len(toDelete) > 0 {
+		verbosity = 2
+	}
+	logger.V(verbosity).Info("Rolling update", "nodes", len(podsByNode)+len(awaiting), "maxUnavailable", budget,
 		"unavailable", unavailable, "candidates", len(candidates), "deleting", len(toDelete))
 	return c.deletePods(ctx, ds, key, target, toDelete)
 }

@@ -45,7 +45,7 @@ func trimPod(pod *corev1.Pod) {
 	for i := range statuses {
 		statuses[i] = corev1.ContainerStatus{Name: statuses[i].Name, Image: statuses[i].Image, State: statuses[i].State}
 	}
-	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions, ContainerStatuses: statuses}
+	pod.Status = corev1.PodStatus{Conditions: pod.Status.Conditions, ContainerStatuses: statuses}
 }
 
 // trimNode keeps only the Ready condition, the one fact the controller reads.
