@@ -51,6 +51,7 @@ type Controller struct {
 
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *expectations
+	written      *pendingWrites
 }
 
 // NewController wires the controller to the factory's DaemonSet, Pod, Node,
@@ -80,6 +81,7 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonsets"}),
 		expectations: newExpectations(time.Now),
+		written:      newPendingWrites(),
 	}
 	metrics.watchQueue(c.queue)
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode}); err != nil {

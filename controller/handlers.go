@@ -143,6 +143,7 @@ func (c *Controller) deletePod(obj any) {
 	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
 		c.expectations.deletionObserved(key, pod.UID, true)
 	}
+	c.written.forgetPod(pod.UID)
 	c.enqueuePodOwner(pod)
 }
 

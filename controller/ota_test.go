@@ -108,3 +108,24 @@ func TestOTAWaitsForControllerRevision(t *testing.T) {
 		t.Errorf("got writes %v, want none before the DaemonSet has a ControllerRevision", w)
 	}
 }
+
+func TestOTANoRepeatedWriteWhileCacheLags(t *testing.T) {
+	pod := newPod("old", "ready", oldHash)
+	f := newFixture(t, append(otaDaemonSet(), newNode("ready", corev1.ConditionTrue), pod)...)
+	f.sync()
+	f.sync() // the cache does not show the first write yet
+	if got := len(f.conditionPatches()["old"]); got != 1 {
+		t.Fatalf("got %d patches on a lagging cache, want 1", got)
+	}
+
+	// The cache moves on without the condition (someone removed it): write again.
+	changed := pod.DeepCopy()
+	changed.ResourceVersion = "2"
+	if err := f.indexer(changed).Update(changed); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	if got := len(f.conditionPatches()["old"]); got != 2 {
+		t.Errorf("got %d patches once the cache moved on without the condition, want 2", got)
+	}
+}

@@ -22,6 +22,9 @@ import (
 // one), abandons Jobs no request needs any more, creates the Job a request
 // needs, and writes its result once the Job's pod shows it.
 func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev1.Pod) func(context.Context) error {
+	if c.written.pending(pod, podcondition.ImageReady) {
+		return nil // the cache does not show our last write yet
+	}
 	cond := podcondition.Get(&pod.Status, podcondition.ImageReady)
 	revision, named := "", false
 	if cond != nil {
@@ -33,8 +36,15 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev
 
 	var job *batchv1.Job
 	var obsolete []*batchv1.Job
-	name := prePullJobName(pod, target)
-	for _, j := range c.prePullJobsOf(pod) {
+	jobs := c.prePullJobsOf(pod)
+	if !stale && !requested && len(jobs) == 0 {
+		return nil // the common case, kept cheap: no hashing
+	}
+	name := ""
+	if requested {
+		name = prePullJobName(pod, target)
+	}
+	for _, j := range jobs {
 		if requested && j.Name == name {
 			job = j
 		} else {
@@ -54,6 +64,8 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev
 		if stale {
 			if _, err := podcondition.Remove(ctx, c.client.CoreV1(), pod, podcondition.ImageReady, FieldManager); err != nil {
 				errs = append(errs, err)
+			} else {
+				c.written.record(pod, podcondition.ImageReady)
 			}
 		}
 		for _, j := range obsolete {
