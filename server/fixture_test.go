@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -9,13 +11,18 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/podcondition"
@@ -30,10 +37,15 @@ const (
 // fixture runs a real agent on a loopback port: the pod cache is fed by a
 // fake clientset, and callers reach it with net/http and a grpc-go client.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	client *fake.Clientset
+	svc    *Server
 	base   string
+	addr   string
 	rpc    edgeotav1.OTAServiceClient
+	http   *http.Client
+	// stop ends Serve's context and returns what Serve returned.
+	stop func() error
 }
 
 type fixtureOptions struct {
@@ -44,55 +56,112 @@ type fixtureOptions struct {
 	unsynced bool
 	// apiTimeout bounds live API calls (DefaultAPIServerTimeout when zero).
 	apiTimeout time.Duration
+	// auth configures authentication; the zero value is anonymous access.
+	auth Authenticator
+	// tls serves TLS with this configuration; clientTLS is what the fixture's
+	// own clients present.
+	tls, clientTLS *tls.Config
+	// grpcCreds, when set, are the per-call credentials of the fixture's
+	// gRPC client.
+	grpcCreds credentials.PerRPCCredentials
+	// logger receives the agent's logs.
+	logger *klog.Logger
+	// limits replaces the default timeouts and sizes when set.
+	limits *limits
+	// watcher, when set, is the watch the pod cache gets from the fake API
+	// server, so a test decides what it hears and when.
+	watcher *watch.FakeWatcher
 }
 
-func newFixture(t *testing.T, opts fixtureOptions, objs ...runtime.Object) *fixture {
+func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	if opts.logger != nil {
+		ctx = klog.NewContext(ctx, *opts.logger)
+	}
 	client := fake.NewClientset(objs...)
-	factory := NewPodInformerFactory(client, testNode)
+	if opts.watcher != nil {
+		client.PrependWatchReactor("pods", k8stesting.DefaultWatchReactor(opts.watcher, nil))
+	}
+	pods := NewPodCache(client, testNode)
 	actions := opts.actions
 	if actions == nil {
 		actions = client
 	}
-	svc := New(testNode, actions, factory.Core().V1().Pods(), opts.apiTimeout)
+	svc := New(testNode, actions, pods, opts.apiTimeout)
 	if opts.unsynced {
 		svc.synced = func() bool { return false }
 	}
-	h, err := NewHandler(ctx, svc)
+	h, err := NewHandler(ctx, svc, opts.auth)
 	if err != nil {
 		t.Fatalf("NewHandler: %v", err)
 	}
-	factory.Start(ctx.Done())
+	if opts.limits != nil {
+		h.limits = *opts.limits
+	}
+	informerDone := make(chan struct{})
+	go func() { defer close(informerDone); pods.Run(ctx) }()
 	if !opts.unsynced {
-		factory.WaitForCacheSync(ctx.Done())
+		cache.WaitForCacheSync(ctx.Done(), pods.HasSynced)
 	}
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var l net.Listener
+	l, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
+	}
+	addr := l.Addr().String()
+	scheme, transport := "http", credentials.TransportCredentials(insecure.NewCredentials())
+	httpTransport := &http.Transport{MaxIdleConnsPerHost: 64}
+	if opts.tls != nil {
+		l = tls.NewListener(l, opts.tls)
+		scheme, transport = "https", credentials.NewTLS(opts.clientTLS)
+		httpTransport.TLSClientConfig = opts.clientTLS
 	}
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, l, h, 5*time.Second) }()
 
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(transport)}
+	if opts.grpcCreds != nil {
+		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(opts.grpcCreds))
+	}
+	conn, err := grpc.NewClient(addr, dialOpts...)
 	if err != nil {
 		t.Fatalf("grpc.NewClient: %v", err)
 	}
+	var stopped bool
+	var serveErr error
+	stop := func() error {
+		if stopped {
+			return serveErr
+		}
+		stopped = true
+		cancel()
+		select {
+		case serveErr = <-served:
+		case <-time.After(10 * time.Second):
+			serveErr = errors.New("serve did not return within 10s after its context ended")
+		}
+		<-informerDone
+		return serveErr
+	}
 	t.Cleanup(func() {
 		conn.Close()
-		cancel()
-		factory.Shutdown()
-		select {
-		case err := <-served:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Serve did not return after its context ended")
+		httpTransport.CloseIdleConnections()
+		if err := stop(); err != nil {
+			t.Errorf("Serve: %v", err)
 		}
 	})
-	return &fixture{t: t, client: client, base: "http://" + l.Addr().String(), rpc: edgeotav1.NewOTAServiceClient(conn)}
+	return &fixture{
+		t: t, client: client, svc: svc, base: scheme + "://" + addr, addr: addr,
+		rpc:  edgeotav1.NewOTAServiceClient(conn),
+		http: &http.Client{
+			Transport:     httpTransport,
+			Timeout:       30 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		stop: stop,
+	}
 }
 
 // response is an HTTP answer read whole.
@@ -117,11 +186,7 @@ func (f *fixture) do(method, path, accept string, headers ...string) response {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	client := &http.Client{
-		Timeout:       30 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	resp, err := client.Do(req)
+	resp, err := f.http.Do(req)
 	if err != nil {
 		f.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -15,7 +15,7 @@ import (
 
 func dial(t *testing.T, f *fixture) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient(f.base[len("http://"):], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestServeStopsWithItsContext(t *testing.T) {
 		}
 	})
 	f := newFixture(t, fixtureOptions{})
-	addr = f.base[len("http://"):]
+	addr = f.addr
 	if resp := f.do("GET", "/healthz", ""); resp.status != 200 {
 		t.Fatalf("got %d, want 200", resp.status)
 	}

@@ -5,48 +5,81 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 	"k8s.io/client-go/tools/cache"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 )
 
+// limits keep a slow, idle or oversized client from holding the agent.
+type limits struct {
+	readHeader, read, write, idle time.Duration
+	// maxBody bounds what a REST request body may hold; no route reads one.
+	maxBody int64
+}
+
+var defaultLimits = limits{
+	readHeader: 5 * time.Second,
+	read:       30 * time.Second,
+	write:      30 * time.Second,
+	idle:       2 * time.Minute,
+	maxBody:    64 << 10,
+}
+
 // Handler is everything behind the agent's one port: gRPC (HTTP/2 requests
 // with content-type application/grpc, including the standard health service
 // and server reflection), the REST gateway, and the probes /healthz (the
-// process answers) and /readyz (the pod cache has synced).
+// process answers) and /readyz (the pod cache has synced). It authenticates
+// every request once, for both protocols, and survives a panicking one.
 type Handler struct {
 	svc    *Server
+	auth   Authenticator
 	grpc   *grpc.Server
 	health *health.Server
 	rest   http.Handler
+	limits limits
 }
 
 // NewHandler wires svc into a gRPC server and a REST gateway that calls it
-// in-process (no loopback hop between the two protocols).
-func NewHandler(ctx context.Context, svc *Server) (*Handler, error) {
-	h := &Handler{svc: svc, grpc: grpc.NewServer(), health: health.NewServer()}
-	edgeotav1.RegisterOTAServiceServer(h.grpc, svc)
+// in-process (no loopback hop between the two protocols), both audited and
+// guarded by auth.
+func NewHandler(ctx context.Context, svc *Server, auth Authenticator) (*Handler, error) {
+	h := &Handler{
+		svc:  svc,
+		auth: auth,
+		grpc: grpc.NewServer(
+			grpc.ChainUnaryInterceptor(recoverUnary, auth.unaryInterceptor),
+			grpc.ChainStreamInterceptor(recoverStream, auth.streamInterceptor)),
+		health: health.NewServer(),
+		limits: defaultLimits,
+	}
+	api := audited{svc}
+	edgeotav1.RegisterOTAServiceServer(h.grpc, api)
 	healthpb.RegisterHealthServer(h.grpc, h.health)
 	reflection.Register(h.grpc)
 	h.health.SetServingStatus(edgeotav1.OTAService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 
 	gw := newGateway()
-	if err := edgeotav1.RegisterOTAServiceHandlerServer(ctx, gw, svc); err != nil {
+	if err := edgeotav1.RegisterOTAServiceHandlerServer(ctx, gw, api); err != nil {
 		return nil, fmt.Errorf("registering the REST gateway: %w", err)
 	}
 	h.rest = gw
 	return h, nil
 }
 
-// ServeHTTP dispatches by protocol first, then by path.
+// ServeHTTP dispatches by protocol first, then by path. gRPC calls are
+// authorized by the gRPC server's interceptors, REST calls here.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer recoverHTTP(w, r)
 	if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
-		h.grpc.ServeHTTP(w, r)
+		h.grpc.ServeHTTP(w, h.auth.identify(r, "gRPC"))
 		return
 	}
 	switch r.URL.Path {
@@ -55,9 +88,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/readyz":
 		h.probe(w, r, h.svc.synced())
 	default:
-		negotiate(r)
-		h.rest.ServeHTTP(w, r)
+		h.serveREST(w, h.auth.identify(r, "REST"))
 	}
+}
+
+func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) {
+	negotiate(r)
+	if err := h.auth.authorize(r.Context(), restAccess(r)); err != nil {
+		if status.Code(err) == codes.Unauthenticated {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="edgeota"`)
+		}
+		writeError(r.Context(), nil, nil, w, r, err)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.limits.maxBody)
+	h.rest.ServeHTTP(w, r)
 }
 
 func (h *Handler) probe(w http.ResponseWriter, r *http.Request, ok bool) {

@@ -15,11 +15,13 @@ import (
 
 // ListPods answers from the informer cache: no API request, and the last known
 // state while the API server is out of reach. Before the cache's first sync it
-// answers Unavailable rather than an empty, misleading list.
+// answers Unavailable rather than an empty, misleading list. Every answer
+// says how fresh it is in SyncedAtHeader.
 func (s *Server) ListPods(ctx context.Context, _ *edgeotav1.ListPodsRequest) (*edgeotav1.ListPodsResponse, error) {
 	if !s.synced() {
 		return nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet")
 	}
+	setSyncedAt(ctx, s.lastContact())
 	pods, err := s.lister.List(labels.Everything())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "listing cached pods: %v", err)

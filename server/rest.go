@@ -80,8 +80,9 @@ func (m plainMarshaler) Marshal(v any) ([]byte, error) {
 // newGateway returns the REST side of the contract: grpc-gateway configured
 // for Kubernetes-style JSON (only populated fields, Kubernetes' field names),
 // plain-text sentences for callers that do not ask for JSON, FailedPrecondition
-// as 403, 405 for a known path with the wrong method, and path parameters
-// that keep an encoded '/' inside their segment so validation can refuse it.
+// as 403, 405 for a known path with the wrong method, path parameters that
+// keep an encoded '/' inside their segment so validation can refuse it, and
+// the freshness header under its own name (see SyncedAtHeader).
 func newGateway() *runtime.ServeMux {
 	jsonMarshaler := &runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true}}
 	return runtime.NewServeMux(
@@ -92,6 +93,7 @@ func newGateway() *runtime.ServeMux {
 		runtime.WithRoutingErrorHandler(writeRoutingError),
 		runtime.WithUnescapingMode(runtime.UnescapingModeAllExceptReserved),
 		runtime.WithDisablePathLengthFallback(),
+		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 	)
 }
 

@@ -11,29 +11,23 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Timeouts that keep a slow or idle client from holding the agent.
-const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 30 * time.Second
-	writeTimeout      = 30 * time.Second
-	idleTimeout       = 2 * time.Minute
-)
-
-// Serve serves h on l, HTTP/1.1 and cleartext HTTP/2 (as grpc-go clients and
-// grpcurl -plaintext connect) alike, until ctx is done. It then stops
+// Serve serves h on l, HTTP/1.1 and HTTP/2 alike: cleartext HTTP/2 (as
+// grpc-go clients and grpcurl -plaintext connect), or HTTP/2 negotiated by
+// ALPN when l is a TLS listener (see TLSConfig), until ctx is done. It then stops
 // accepting, lets in-flight requests of both protocols finish for up to drain,
 // and returns nil after a clean shutdown.
 func Serve(ctx context.Context, l net.Listener, h *Handler, drain time.Duration) error {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
 		Handler:           h,
 		Protocols:         protocols,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: h.limits.readHeader,
+		ReadTimeout:       h.limits.read,
+		WriteTimeout:      h.limits.write,
+		IdleTimeout:       h.limits.idle,
 		// Requests keep the caller's logger but not its cancellation: shutdown
 		// drains them instead of cutting them off.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },

@@ -3,13 +3,8 @@ package server
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
@@ -30,43 +25,27 @@ const DefaultAPIServerTimeout = 5 * time.Second
 type Server struct {
 	edgeotav1.UnimplementedOTAServiceServer
 
-	nodeName   string
-	client     kubernetes.Interface
-	lister     corelisters.PodLister
-	synced     cache.InformerSynced
-	apiTimeout time.Duration
+	nodeName    string
+	client      kubernetes.Interface
+	lister      corelisters.PodLister
+	synced      cache.InformerSynced
+	lastContact func() time.Time
+	apiTimeout  time.Duration
 }
 
-// New returns a Server for nodeName that reads pods from podInformer (see
-// NewPodInformerFactory) and acts through client. apiTimeout bounds each live
-// API call; zero means DefaultAPIServerTimeout.
-func New(nodeName string, client kubernetes.Interface, podInformer coreinformers.PodInformer, apiTimeout time.Duration) *Server {
+// New returns a Server for nodeName that reads pods from pods (see
+// NewPodCache) and acts through client. apiTimeout bounds each live API call;
+// zero means DefaultAPIServerTimeout.
+func New(nodeName string, client kubernetes.Interface, pods *PodCache, apiTimeout time.Duration) *Server {
 	if apiTimeout <= 0 {
 		apiTimeout = DefaultAPIServerTimeout
 	}
 	return &Server{
-		nodeName:   nodeName,
-		client:     client,
-		lister:     podInformer.Lister(),
-		synced:     podInformer.Informer().HasSynced,
-		apiTimeout: apiTimeout,
+		nodeName:    nodeName,
+		client:      client,
+		lister:      corelisters.NewPodLister(pods.informer.GetIndexer()),
+		synced:      pods.HasSynced,
+		lastContact: pods.contact.last,
+		apiTimeout:  apiTimeout,
 	}
-}
-
-// NewPodInformerFactory returns an informer factory whose pod informer watches
-// only the pods bound to nodeName (field selector spec.nodeName), and drops
-// managedFields before caching: the agent never reads them and they are most
-// of a pod's size.
-func NewPodInformerFactory(client kubernetes.Interface, nodeName string) informers.SharedInformerFactory {
-	selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-	return informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }),
-		informers.WithTransform(dropManagedFields))
-}
-
-func dropManagedFields(obj any) (any, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		pod.ManagedFields = nil
-	}
-	return obj, nil
 }

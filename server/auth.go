@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+)
+
+// The groups that authorize calls once authentication is configured, named as
+// Kubernetes names groups so that the same client certificates and token files
+// can serve both.
+const (
+	// GroupViewers may list the node's pods (ListPods, and gRPC reflection).
+	GroupViewers = "edgeota:viewers"
+	// GroupUpgraders may also act on them (ImagePull, Upgrade).
+	GroupUpgraders = "edgeota:upgraders"
+)
+
+// Identity is who called: a user of the token file, or the subject of a
+// verified client certificate (CN the user, O the groups, as Kubernetes does).
+type Identity struct {
+	User   string
+	UID    string
+	Groups []string
+}
+
+// Authenticator tells who sent a request. The zero value authenticates no one
+// and lets every caller in anonymously: the loopback-only default. Once either
+// way in is configured, every call but the health checks needs an identity
+// whose groups allow it.
+type Authenticator struct {
+	// Tokens accepts "Authorization: Bearer <token>" for the tokens of a
+	// static token file (see LoadTokenFile); nil accepts none.
+	Tokens *TokenFile
+	// ClientCerts accepts the client certificates the TLS listener verified
+	// (see TLSConfig).
+	ClientCerts bool
+}
+
+func (a Authenticator) enabled() bool { return a.Tokens != nil || a.ClientCerts }
+
+// access is what a call needs from its caller.
+type access int
+
+const (
+	accessOpen access = iota
+	accessView
+	accessUpgrade
+)
+
+// grpcAccess is what a gRPC method needs: health stays open, listing and
+// reflection (which only describes the API) need a viewer, and everything else
+// — the acting RPCs and any method added later — an upgrader.
+func grpcAccess(fullMethod string) access {
+	switch {
+	case strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/"):
+		return accessOpen
+	case fullMethod == edgeotav1.OTAService_ListPods_FullMethodName, strings.HasPrefix(fullMethod, "/grpc.reflection."):
+		return accessView
+	default:
+		return accessUpgrade
+	}
+}
+
+// restAccess is what a REST request needs (the probes never get here): the
+// gateway only reads with GET and only acts with POST, so the method decides
+// without trusting any parsing of the path.
+func restAccess(r *http.Request) access {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return accessView
+	}
+	return accessUpgrade
+}
+
+// caller is what the HTTP layer learned about a request's sender, kept in the
+// request's context for authorization and the audit log.
+type caller struct {
+	identity *Identity // nil for an anonymous caller
+	authErr  error     // credentials were presented and refused
+	protocol string    // "REST" or "gRPC"
+}
+
+type callerKey struct{}
+
+func callerFrom(ctx context.Context) caller {
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c
+}
+
+// identify authenticates r and returns it with the caller in its context.
+func (a Authenticator) identify(r *http.Request, protocol string) *http.Request {
+	c := caller{protocol: protocol}
+	if a.enabled() {
+		c.identity, c.authErr = a.authenticate(r)
+	}
+	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+}
+
+// authenticate returns the identity behind r's credentials, nil for none. A
+// bearer token, when present, must be valid: a wrong token never falls back
+// to the certificate or to anonymous.
+func (a Authenticator) authenticate(r *http.Request) (*Identity, error) {
+	if token, ok := bearerToken(r); ok {
+		if a.Tokens == nil {
+			return nil, errors.New("bearer tokens are not accepted here")
+		}
+		if id, ok := a.Tokens.lookup(token); ok {
+			return id, nil
+		}
+		return nil, errors.New("invalid bearer token")
+	}
+	if a.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		subject := r.TLS.VerifiedChains[0][0].Subject
+		return &Identity{User: subject.CommonName, Groups: subject.Organization}, nil
+	}
+	return nil, nil
+}
+
+// bearerToken returns the token of an "Authorization: Bearer" header.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// authorize returns nil if the caller in ctx may make a call that needs
+// need, else Unauthenticated (no or refused credentials) or PermissionDenied
+// (an identity without the group).
+func (a Authenticator) authorize(ctx context.Context, need access) error {
+	if need == accessOpen || !a.enabled() {
+		return nil
+	}
+	c := callerFrom(ctx)
+	switch {
+	case c.authErr != nil:
+		return status.Errorf(codes.Unauthenticated, "authentication failed: %v", c.authErr)
+	case c.identity == nil:
+		return status.Error(codes.Unauthenticated, "authentication required: present a bearer token or a client certificate")
+	case slices.Contains(c.identity.Groups, GroupUpgraders),
+		need == accessView && slices.Contains(c.identity.Groups, GroupViewers):
+		return nil
+	}
+	group := GroupUpgraders
+	if need == accessView {
+		group = GroupViewers + " or " + GroupUpgraders
+	}
+	return status.Errorf(codes.PermissionDenied, "user %s is not allowed this call: it needs group %s", echo(c.identity.User), group)
+}
+
+// unaryInterceptor and streamInterceptor authorize gRPC calls by method, with
+// the caller that Handler.ServeHTTP put in the request's context (grpc-go's
+// ServeHTTP keeps it), so refusals are proper gRPC statuses.
+func (a Authenticator) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := a.authorize(ctx, grpcAccess(info.FullMethod)); err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+func (a Authenticator) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := a.authorize(ss.Context(), grpcAccess(info.FullMethod)); err != nil {
+		return err
+	}
+	return handler(srv, ss)
+}

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// PodCache is the agent's view of the pods bound to its node: an informer
+// restricted to the node, and the time it last heard from the API server, so
+// that ListPods can say how fresh its answer is while the node is cut off.
+type PodCache struct {
+	informer cache.SharedIndexInformer
+	contact  *contactClock
+}
+
+// NewPodCache returns a cache of the pods bound to nodeName (field selector
+// spec.nodeName) that drops managedFields before caching: the agent never
+// reads them and they are most of a pod's size. Run starts it.
+func NewPodCache(client kubernetes.Interface, nodeName string) *PodCache {
+	selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+	pods := func(opts *metav1.ListOptions) { opts.FieldSelector = selector }
+	contact := &contactClock{}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			pods(&opts)
+			list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+			if err == nil {
+				contact.mark()
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			pods(&opts)
+			w, err := client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			contact.mark()
+			return watch.Filter(w, contact.markEvent), nil
+		},
+	}
+	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	// Only fails once the informer has started.
+	_ = informer.SetTransform(dropManagedFields)
+	return &PodCache{informer: informer, contact: contact}
+}
+
+// Run fills the cache and keeps it current until ctx is done.
+func (c *PodCache) Run(ctx context.Context) { c.informer.RunWithContext(ctx) }
+
+// HasSynced reports whether the cache holds a complete list of the node's
+// pods.
+func (c *PodCache) HasSynced() bool { return c.informer.HasSynced() }
+
+func dropManagedFields(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+	return obj, nil
+}
+
+// contactClock is the time of the cache's last successful contact with the
+// API server: a list, an established watch, or a watch event — bookmarks
+// included, which the reflector asks for and the API server sends about every
+// minute, so that an idle but healthy watch keeps the clock moving.
+type contactClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *contactClock) mark() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = time.Now()
+}
+
+// markEvent is a watch.FilterFunc that passes every event on, marking contact
+// for all but the errors the watch reports.
+func (c *contactClock) markEvent(e watch.Event) (watch.Event, bool) {
+	if e.Type != watch.Error {
+		c.mark()
+	}
+	return e, true
+}
+
+func (c *contactClock) last() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
