@@ -61,9 +61,8 @@ type fixtureOptions struct {
 	// tls serves TLS with this configuration; clientTLS is what the fixture's
 	// own clients present.
 	tls, clientTLS *tls.Config
-	// grpcCreds, when set, are the per-call credentials of the fixture's
-	// gRPC client.
-	grpcCreds credentials.PerRPCCredentials
+	// tweak adjusts the service before it is served.
+	tweak func(*Server)
 	// logger receives the agent's logs.
 	logger *klog.Logger
 	// limits replaces the default timeouts and sizes when set.
@@ -91,6 +90,9 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	svc := New(testNode, actions, pods, opts.apiTimeout)
 	if opts.unsynced {
 		svc.synced = func() bool { return false }
+	}
+	if opts.tweak != nil {
+		opts.tweak(svc)
 	}
 	h, err := NewHandler(ctx, svc, opts.auth)
 	if err != nil {
@@ -121,11 +123,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, l, h, 5*time.Second) }()
 
-	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(transport)}
-	if opts.grpcCreds != nil {
-		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(opts.grpcCreds))
-	}
-	conn, err := grpc.NewClient(addr, dialOpts...)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(transport))
 	if err != nil {
 		t.Fatalf("grpc.NewClient: %v", err)
 	}
@@ -154,7 +152,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	})
 	return &fixture{
 		t: t, client: client, svc: svc, base: scheme + "://" + addr, addr: addr,
-		rpc:  edgeotav1.NewOTAServiceClient(conn),
+		rpc: edgeotav1.NewOTAServiceClient(conn),
 		http: &http.Client{
 			Transport:     httpTransport,
 			Timeout:       30 * time.Second,

@@ -13,7 +13,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 )
 
-func dial(t *testing.T, f *fixture) *grpc.ClientConn {
+func dial(t testing.TB, f *fixture) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

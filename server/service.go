@@ -3,8 +3,8 @@ package server
 import (
 	"time"
 
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
