@@ -27,6 +27,12 @@ const FieldManager = "edgeota-ota-controller"
 // Component is the event source; events on DaemonSets say "ota-controller".
 const Component = "ota-controller"
 
+// podEventBatch is how long a pod or Job event waits before it syncs its
+// DaemonSet, so that the burst of pod events a rollout causes (hundreds per
+// second at 500 nodes) costs one sync per batch, not one per event.
+// DaemonSet, ControllerRevision and Node events sync at once.
+const podEventBatch = 250 * time.Millisecond
+
 // writeParallelism bounds the API calls one DaemonSet sync has in flight: wide
 // enough to spend a QPS budget of hundreds per second on a 500-node rollout,
 // narrow enough not to flood the API server with goroutines.

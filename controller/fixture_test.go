@@ -136,6 +136,13 @@ func (f *fixture) conditionPatches() map[string][]map[string]any {
 	return out
 }
 
+// waitQueued waits for the batching of pod events and returns how many keys
+// are queued.
+func (f *fixture) waitQueued() int {
+	time.Sleep(podEventBatch + 100*time.Millisecond)
+	return f.c.queue.Len()
+}
+
 // events drains the recorded events.
 func (f *fixture) events() []string {
 	var out []string

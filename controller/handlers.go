@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -26,7 +27,7 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIn
 	}{
 		{ds, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueue,
-			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+			UpdateFunc: c.updateDaemonSet,
 			DeleteFunc: c.enqueue,
 		}},
 		{revisions, ownedHandler(func(obj any) { c.enqueueOwner(obj) })},
@@ -41,7 +42,7 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIn
 		}},
 		{jobs, ownedHandler(func(obj any) {
 			if job, ok := obj.(*batchv1.Job); ok {
-				c.enqueueKey(c.daemonSetKeyForJob(job))
+				c.enqueueBatched(c.daemonSetKeyForJob(job))
 			}
 		})},
 	}
@@ -53,6 +54,18 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIn
 		c.synced = append(c.synced, reg.HasSynced)
 	}
 	return nil
+}
+
+// updateDaemonSet enqueues a DaemonSet whose spec or annotations changed. Its
+// status, which the native controller rewrites on every pod change of a
+// rollout, is never read, so status-only updates are dropped.
+func (c *Controller) updateDaemonSet(old, obj any) {
+	oldDS, ok1 := old.(*appsv1.DaemonSet)
+	ds, ok2 := obj.(*appsv1.DaemonSet)
+	if ok1 && ok2 && oldDS.Generation == ds.Generation && maps.Equal(oldDS.Annotations, ds.Annotations) {
+		return
+	}
+	c.enqueue(obj)
 }
 
 // ownedHandler calls f on every added, updated or deleted object, with
@@ -88,6 +101,14 @@ func (c *Controller) enqueueKey(key string) {
 	}
 }
 
+// enqueueBatched enqueues key after podEventBatch, folding the events of a
+// burst into one sync.
+func (c *Controller) enqueueBatched(key string) {
+	if key != "" {
+		c.queue.AddAfter(key, podEventBatch)
+	}
+}
+
 // enqueueOwner enqueues the DaemonSet controlling obj, if any.
 func (c *Controller) enqueueOwner(obj any) {
 	if m, ok := obj.(metav1.Object); ok {
@@ -95,15 +116,15 @@ func (c *Controller) enqueueOwner(obj any) {
 	}
 }
 
-// enqueuePodOwner enqueues the DaemonSet of a daemon pod, or of the pod whose
-// pre-pull Job runs this pod.
+// enqueuePodOwner enqueues, batched, the DaemonSet of a daemon pod, or of the
+// pod whose pre-pull Job runs this pod.
 func (c *Controller) enqueuePodOwner(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
 	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
-		c.enqueueKey(key)
+		c.enqueueBatched(key)
 		return
 	}
 	ref := controllerOf(pod)
@@ -114,7 +135,7 @@ func (c *Controller) enqueuePodOwner(obj any) {
 	if err != nil || job.UID != ref.UID {
 		return
 	}
-	c.enqueueKey(c.daemonSetKeyForJob(job))
+	c.enqueueBatched(c.daemonSetKeyForJob(job))
 }
 
 // updatePod treats a pod turning terminating as its deletion, as the

@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -26,7 +27,7 @@ func TestPodEventsEnqueueTheirDaemonSet(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, prePullCluster(pod, job)...)
 			f.c.enqueuePodOwner(tt.pod)
-			if got := f.c.queue.Len(); got != tt.want {
+			if got := f.waitQueued(); got != tt.want {
 				t.Errorf("got %d queued, want %d", got, tt.want)
 			}
 		})
@@ -58,7 +59,7 @@ func TestDeletedPodTombstoneObservesExpectation(t *testing.T) {
 	if !f.c.expectations.satisfied(testDSKey) {
 		t.Error("got unsatisfied after the tombstone, want satisfied")
 	}
-	if got := f.c.queue.Len(); got != 1 {
+	if got := f.waitQueued(); got != 1 {
 		t.Errorf("got %d queued, want 1", got)
 	}
 }
@@ -72,5 +73,30 @@ func TestTerminatingPodObservesExpectation(t *testing.T) {
 	f.c.updatePod(pod, deleting)
 	if !f.c.expectations.satisfied(testDSKey) {
 		t.Error("got unsatisfied once the pod is terminating, want satisfied")
+	}
+}
+
+func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
+	old := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"))
+	old.Generation = 3
+	tests := []struct {
+		name   string
+		change func(*appsv1.DaemonSet)
+		want   int
+	}{
+		{"status only", func(ds *appsv1.DaemonSet) { ds.Status.NumberReady = 7 }, 0},
+		{"spec", func(ds *appsv1.DaemonSet) { ds.Generation = 4 }, 1},
+		{"annotation", func(ds *appsv1.DaemonSet) { ds.Annotations[MaxUnavailableAnnotation] = "2" }, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			ds := old.DeepCopy()
+			tt.change(ds)
+			f.c.updateDaemonSet(old, ds)
+			if got := f.c.queue.Len(); got != tt.want {
+				t.Errorf("got %d queued, want %d", got, tt.want)
+			}
+		})
 	}
 }

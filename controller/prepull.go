@@ -22,10 +22,14 @@ import (
 // one), abandons Jobs no request needs any more, creates the Job a request
 // needs, and writes its result once the Job's pod shows it.
 func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev1.Pod) func(context.Context) error {
+	cond := podcondition.Get(&pod.Status, podcondition.ImageReady)
+	jobs := c.prePullJobsOf(pod)
+	if cond == nil && len(jobs) == 0 {
+		return nil // the common case, kept cheap
+	}
 	if c.written.pending(pod, podcondition.ImageReady) {
 		return nil // the cache does not show our last write yet
 	}
-	cond := podcondition.Get(&pod.Status, podcondition.ImageReady)
 	revision, named := "", false
 	if cond != nil {
 		revision, named = conditionRevision(cond)
@@ -36,9 +40,8 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev
 
 	var job *batchv1.Job
 	var obsolete []*batchv1.Job
-	jobs := c.prePullJobsOf(pod)
 	if !stale && !requested && len(jobs) == 0 {
-		return nil // the common case, kept cheap: no hashing
+		return nil
 	}
 	name := ""
 	if requested {

@@ -22,21 +22,16 @@ import (
 // when they come back (the node handler requeues the DaemonSet).
 func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, key, target string, pods []*corev1.Pod) error {
 	logger := klog.FromContext(ctx)
-	podsByNode := map[string][]*corev1.Pod{}
-	for _, pod := range pods {
-		if pod.Spec.NodeName != "" {
-			podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
-		}
-	}
+	nodes := podsByNode(ds, target, pods)
 	// Nodes whose pod was deleted and not yet replaced still run the
 	// DaemonSet, for the percentage as for the count of unavailable ones.
 	var awaiting []string
 	for _, node := range c.expectations.awaitingReplacement(key) {
-		if _, seen := podsByNode[node]; !seen {
+		if _, seen := nodes[node]; !seen {
 			awaiting = append(awaiting, node)
 		}
 	}
-	budget, err := maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], len(podsByNode)+len(awaiting))
+	budget, err := maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], len(nodes)+len(awaiting))
 	if err != nil {
 		c.recorder.Event(ds, corev1.EventTypeWarning, ReasonInvalidMaxUnavailable, err.Error()+"; no pod is deleted until it is fixed")
 		return nil
@@ -46,72 +41,97 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 		return nil
 	}
 
+	a := c.assess(ds, key, nodes, awaiting)
+	if a.recheck > 0 {
+		c.queue.AddAfter(key, a.recheck)
+	}
+
+	allowed := min(max(budget-a.unavailable, 0), len(a.candidates))
+	toDelete := append(a.replaceNow, a.candidates[:allowed]...)
+	verbosity := 4
+	if len(toDelete) > 0 {
+		verbosity = 2
+	}
+	logger.V(verbosity).Info("Rolling update", "nodes", len(nodes)+len(awaiting), "maxUnavailable", budget,
+		"unavailable", a.unavailable, "candidates", len(a.candidates), "deleting", len(toDelete))
+	return c.deletePods(ctx, ds, key, target, toDelete)
+}
+
+// assessment is where a rollout stands on the Ready nodes.
+type assessment struct {
+	unavailable int           // nodes down: no live pod, new pod not available, or both kinds
+	replaceNow  []*corev1.Pod // old pods down anyway: replacing them costs nothing
+	candidates  []*corev1.Pod // old available pods, deleted within the budget
+	recheck     time.Duration // when a new pod becomes available, if one will
+}
+
+// assess applies the native controller's maxSurge=0 rules to each Ready node;
+// NotReady nodes are skipped. Nodes awaiting a replacement pod count as down.
+func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]nodePods, awaiting []string) assessment {
+	var a assessment
 	now := time.Now()
-	unavailable, recheck := 0, time.Duration(0)
-	var replaceNow, candidates []*corev1.Pod
-	for node, nodePods := range podsByNode {
+	for node, np := range nodes {
 		if !c.nodeIsReady(node) {
 			continue
 		}
-		newPod, oldPod, ok := splitByRevision(ds, target, nodePods)
-		if newPod != nil || oldPod != nil {
+		if np.newPod != nil || np.oldPod != nil {
 			c.expectations.replaced(key, node)
 		}
 		switch {
-		case !ok, newPod == nil && oldPod == nil, newPod != nil && oldPod != nil:
-			unavailable++
-		case newPod != nil:
-			if ok, wait := available(newPod, ds.Spec.MinReadySeconds, now); !ok {
-				unavailable++
-				if wait > 0 && (recheck == 0 || wait < recheck) {
-					recheck = wait
+		case np.several, np.newPod == nil && np.oldPod == nil, np.newPod != nil && np.oldPod != nil:
+			a.unavailable++
+		case np.newPod != nil:
+			if ok, wait := available(np.newPod, ds.Spec.MinReadySeconds, now); !ok {
+				a.unavailable++
+				if wait > 0 && (a.recheck == 0 || wait < a.recheck) {
+					a.recheck = wait
 				}
 			}
 		default:
-			if ok, _ := available(oldPod, ds.Spec.MinReadySeconds, now); !ok {
-				replaceNow = append(replaceNow, oldPod) // down already: replacing it costs nothing
+			if ok, _ := available(np.oldPod, ds.Spec.MinReadySeconds, now); ok {
+				a.candidates = append(a.candidates, np.oldPod)
 			} else {
-				candidates = append(candidates, oldPod)
+				a.replaceNow = append(a.replaceNow, np.oldPod)
 			}
 		}
 	}
 	for _, node := range awaiting {
 		if c.nodeIsReady(node) {
-			unavailable++
+			a.unavailable++
 		}
 	}
-	if recheck > 0 {
-		c.queue.AddAfter(key, recheck)
-	}
-
-	allowed := min(max(budget-unavailable, 0), len(candidates))
-	toDelete := append(replaceNow, candidates[:allowed]...)
-	verbosity := 4
-	if len(toDelete) > 0 {
-		verbosity = 2
-	}
-	logger.V(verbosity).Info("Rolling update", "nodes", len(podsByNode)+len(awaiting), "maxUnavailable", budget,
-		"unavailable", unavailable, "candidates", len(candidates), "deleting", len(toDelete))
-	return c.deletePods(ctx, ds, key, target, toDelete)
+	return a
 }
 
-// splitByRevision finds the node's one up-to-date and one out-of-date pod,
-// ignoring terminating ones; ok is false when there are several of a kind.
-func splitByRevision(ds *appsv1.DaemonSet, target string, pods []*corev1.Pod) (newPod, oldPod *corev1.Pod, ok bool) {
+// nodePods is what a rolling update needs of one node's pods: its one live
+// up-to-date and one live out-of-date pod; terminating pods are ignored, so a
+// node with only those has neither.
+type nodePods struct {
+	newPod, oldPod *corev1.Pod
+	several        bool // more than one live pod of a kind
+}
+
+// podsByNode groups the DaemonSet's scheduled pods by node, in one pass and
+// without an allocation per node: it runs on every sync of every pod event.
+func podsByNode(ds *appsv1.DaemonSet, target string, pods []*corev1.Pod) map[string]nodePods {
+	nodes := make(map[string]nodePods, len(pods))
 	for _, pod := range pods {
-		if pod.DeletionTimestamp != nil {
+		name := pod.Spec.NodeName
+		if name == "" {
 			continue
 		}
-		slot := &oldPod
-		if upToDate(ds, target, pod) {
-			slot = &newPod
+		np := nodes[name]
+		if pod.DeletionTimestamp == nil {
+			slot := &np.oldPod
+			if upToDate(ds, target, pod) {
+				slot = &np.newPod
+			}
+			np.several = np.several || *slot != nil
+			*slot = pod
 		}
-		if *slot != nil {
-			return nil, nil, false
-		}
-		*slot = pod
+		nodes[name] = np
 	}
-	return newPod, oldPod, true
+	return nodes
 }
 
 // deletePods deletes the pods in parallel, expecting the deletions first so

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -44,6 +45,10 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("loading the API server configuration: %w", err)
 	}
 	config.QPS, config.Burst = float32(o.qps), o.burst
+	// Protobuf decodes several times cheaper than JSON: the informers decode
+	// thousands of pod events per 500-node rollout.
+	config.ContentType = runtime.ContentTypeProtobuf
+	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	config.UserAgent = "ota-controller"
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
