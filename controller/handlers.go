@@ -30,7 +30,7 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIn
 			UpdateFunc: c.updateDaemonSet,
 			DeleteFunc: c.enqueue,
 		}},
-		{revisions, ownedHandler(func(obj any) { c.enqueueOwner(obj) })},
+		{revisions, ownedHandler(c.enqueueOwner)},
 		{pods, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueuePodOwner,
 			UpdateFunc: c.updatePod,

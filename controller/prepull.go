@@ -40,9 +40,6 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev
 
 	var job *batchv1.Job
 	var obsolete []*batchv1.Job
-	if !stale && !requested && len(jobs) == 0 {
-		return nil
-	}
 	name := ""
 	if requested {
 		name = prePullJobName(pod, target)
