@@ -23,7 +23,7 @@ func TestClusterListensOnLoopbackOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, component := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"} {
+	for _, component := range localcluster.Components {
 		ips := listeners[component]
 		if len(ips) == 0 {
 			t.Errorf("%s listens nowhere that /proc shows; cannot check it", component)

@@ -19,6 +19,9 @@ import (
 // seconds on a laptop, far longer only when something is wrong.
 const createTimeout = 3 * time.Minute
 
+// createAttempts is how many times Create starts a cluster before giving up.
+const createAttempts = 3
+
 // Options describe a local cluster.
 type Options struct {
 	// Root is the checkout root (see Root); the cluster lives in Root/.kwok.
@@ -53,8 +56,10 @@ type Cluster struct {
 }
 
 // Create starts a cluster with kwokctl's binary runtime and adds opts.Nodes
-// edge nodes, waiting until they are Ready. On failure it deletes what it
-// started.
+// edge nodes, waiting until they are Ready. A start whose components do not
+// all come up (e.g. a port taken between kwokctl's choice and the bind, when
+// clusters start side by side) is deleted and tried again, up to
+// createAttempts times. On failure it deletes what it started.
 func Create(ctx context.Context, opts Options) (*Cluster, error) {
 	c := newCluster(opts)
 	if err := c.Tools.Check(ClusterBinaries...); err != nil {
@@ -63,11 +68,19 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.MkdirAll(c.workDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating kwokctl's work dir: %w", err)
 	}
-	if err := c.create(ctx); err != nil {
-		return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+	var err error
+	for attempt := 1; attempt <= createAttempts; attempt++ {
+		if err = c.start(ctx); err == nil {
+			break
+		}
+		err = errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+		fmt.Fprintf(c.log, "localcluster: attempt %d of %d to start cluster %q failed: %v\n", attempt, createAttempts, c.Name, err)
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	if err := c.connect(); err != nil {
-		return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, opts.Nodes)
 	for i := range names {
@@ -77,6 +90,17 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
 	}
 	return c, nil
+}
+
+// start creates the cluster and waits until every component serves.
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.create(ctx); err != nil {
+		return err
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	return c.waitComponents(ctx)
 }
 
 // RemoveLeftover deletes the cluster opts names if its files exist, as left by
@@ -112,8 +136,12 @@ func (c *Cluster) create(ctx context.Context) error {
 	if err := writeConfig(config); err != nil {
 		return err
 	}
+	ports, err := freePorts(5)
+	if err != nil {
+		return err
+	}
 	t := c.Tools
-	err := c.kwokctl(ctx, "create", "cluster",
+	err = c.kwokctl(ctx, "create", "cluster",
 		"--config", config,
 		"--runtime", "binary",
 		"--etcd-binary", t.Path("etcd"),
@@ -121,6 +149,14 @@ func (c *Cluster) create(ctx context.Context) error {
 		"--kube-controller-manager-binary", t.Path("kube-controller-manager"),
 		"--kube-scheduler-binary", t.Path("kube-scheduler"),
 		"--kwok-controller-binary", t.Path("kwok"),
+		// Ports from the kernel's ephemeral range rather than kwokctl's
+		// fixed scan from 32765 down, which clusters created side by side race
+		// for.
+		"--etcd-port", ports[0],
+		"--kube-apiserver-port", ports[1],
+		"--kube-controller-manager-port", ports[2],
+		"--kube-scheduler-port", ports[3],
+		"--controller-port", ports[4],
 		"--disable-qps-limits",
 		// The node lifecycle controller checks nodes every 5 s and gives up on
 		// one after 40 s without a heartbeat (factor 5: 25 s and 200 s).

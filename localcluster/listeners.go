@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -21,18 +22,13 @@ func (c *Cluster) Listeners() (map[string][]net.IP, error) {
 	if err != nil {
 		return nil, err
 	}
-	pidFiles, err := filepath.Glob(filepath.Join(c.WorkDir(), "pids", "*.pid"))
-	if err != nil {
-		return nil, fmt.Errorf("listing the component PID files: %w", err)
-	}
 	result := map[string][]net.IP{}
-	for _, pidFile := range pidFiles {
-		component := strings.TrimSuffix(filepath.Base(pidFile), ".pid")
-		data, err := os.ReadFile(pidFile)
+	for _, component := range Components {
+		pid, err := c.pid(component)
 		if err != nil {
-			return nil, fmt.Errorf("reading the PID of %s: %w", component, err)
+			return nil, err
 		}
-		fds, err := filepath.Glob(filepath.Join("/proc", strings.TrimSpace(string(data)), "fd", "*"))
+		fds, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "fd", "*"))
 		if err != nil {
 			return nil, fmt.Errorf("listing the descriptors of %s: %w", component, err)
 		}

@@ -1,0 +1,93 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Components are the processes kwokctl starts for a cluster, named as in its
+// pids/ directory.
+var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
+
+// componentsTimeout bounds the wait for every component to listen: kwokctl
+// only waits for the API server, and a component that failed to start (its
+// port taken) never will.
+const componentsTimeout = time.Minute
+
+// waitComponents waits until every component's process is alive and
+// listening, and fails as soon as one has exited.
+func (c *Cluster) waitComponents(ctx context.Context) error {
+	var missing []string
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, componentsTimeout, true, func(context.Context) (bool, error) {
+		for _, component := range Components {
+			pid, err := c.pid(component)
+			if err != nil {
+				return false, err
+			}
+			if err := pidAlive(pid); err != nil {
+				return false, fmt.Errorf("%s exited (see %s): %w", component, filepath.Join(c.WorkDir(), "logs", component+".log"), err)
+			}
+		}
+		listeners, err := c.Listeners()
+		if err != nil {
+			return false, err
+		}
+		missing = slices.DeleteFunc(slices.Clone(Components), func(component string) bool { return len(listeners[component]) > 0 })
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the components of cluster %q to listen (not yet: %v): %w", c.Name, missing, err)
+	}
+	return nil
+}
+
+// pid reads the component's PID file.
+func (c *Cluster) pid(component string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(c.WorkDir(), "pids", component+".pid"))
+	if err != nil {
+		return 0, fmt.Errorf("reading the PID of %s: %w", component, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0, fmt.Errorf("reading the PID of %s: %w", component, err)
+	}
+	return pid, nil
+}
+
+// pidAlive fails unless the process runs (a zombie has exited).
+func pidAlive(pid int) error {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return fmt.Errorf("process %d is gone: %w", pid, err)
+	}
+	// The state follows the parenthesised command name: "pid (comm) S ...".
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && strings.HasPrefix(string(stat[i:]), ") Z") {
+		return fmt.Errorf("process %d has exited", pid)
+	}
+	return nil
+}
+
+// freePorts returns n loopback ports that are free right now, chosen by the
+// kernel.
+func freePorts(n int) ([]string, error) {
+	ports := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		ports = append(ports, port)
+		defer l.Close()
+	}
+	return ports, nil
+}
