@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	valid := options{workers: 4, qps: 500, burst: 1000, leaderElect: true, leaseNamespace: "edgeota-system",
+		metricsAddress: ":8080", healthzAddress: ":8081"}
+	tests := []struct {
+		name    string
+		change  func(*options)
+		wantErr string
+	}{
+		{"defaults", func(*options) {}, ""},
+		{"servers disabled", func(o *options) { o.metricsAddress, o.healthzAddress = "0", "0" }, ""},
+		{"no leader election without namespace", func(o *options) { o.leaderElect, o.leaseNamespace = false, "" }, ""},
+		{"zero workers", func(o *options) { o.workers = 0 }, "--workers"},
+		{"zero qps", func(o *options) { o.qps = 0 }, "--kube-api-qps"},
+		{"zero burst", func(o *options) { o.burst = 0 }, "--kube-api-burst"},
+		{"lease namespace empty", func(o *options) { o.leaseNamespace = "" }, "--leader-elect-namespace"},
+		{"metrics address without port", func(o *options) { o.metricsAddress = "8080" }, "--metrics-bind-address"},
+		{"probe address without port", func(o *options) { o.healthzAddress = "localhost" }, "--health-probe-bind-address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid
+			tt.change(&o)
+			err := o.validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("got error %v, want none", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("got error %v, want one naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
