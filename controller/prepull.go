@@ -32,7 +32,7 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev
 	}
 	revision, named := "", false
 	if cond != nil {
-		revision, named = conditionRevision(cond)
+		revision, named = podcondition.Revision(cond.Message)
 	}
 	stale := named && revision != target
 	requested := named && revision == target && cond.Status == corev1.ConditionFalse &&
@@ -105,7 +105,7 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 	}
 	if outcome == pullFailed {
 		result.Status, result.Reason = corev1.ConditionFalse, podcondition.ReasonPullImageFail
-		result.Message += "; " + why
+		result.Message = podcondition.FailureMessage(target, why)
 	}
 	if err := c.setCondition(ctx, pod, result); err != nil {
 		return err

@@ -2,13 +2,10 @@ package controller
 
 import (
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/edgeota/edgeota/podcondition"
 )
 
 // Labels and annotations the native DaemonSet controller writes; edgeota reads
@@ -52,12 +49,4 @@ func upToDate(ds *appsv1.DaemonSet, target string, pod *corev1.Pod) bool {
 	}
 	generation, ok := ds.Annotations[templateGenerationAnnot]
 	return ok && pod.Labels[podTemplateGenerationLabel] == generation
-}
-
-// conditionRevision is the revision an OTA condition names. A failed pre-pull
-// appends its cause after "; ", which is not part of the hash.
-func conditionRevision(c *corev1.PodCondition) (string, bool) {
-	hash, ok := podcondition.Revision(c.Message)
-	hash, _, _ = strings.Cut(hash, ";")
-	return hash, ok
 }

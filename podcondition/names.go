@@ -34,10 +34,21 @@ func RevisionMessage(hash string) string {
 	return revisionPrefix + hash
 }
 
-// Revision returns the revision hash named by an OTA condition message, and
-// false when the message names none.
+// causeSeparator sets the cause of a failed pre-pull apart from the revision.
+const causeSeparator = "; "
+
+// FailureMessage is the message of a failed pre-pull of the given revision:
+// the revision first, so every reader still finds it, then the cause, e.g.
+// "controllerrevision: 5d4f7c; ErrImagePull: manifest unknown".
+func FailureMessage(hash, cause string) string {
+	return RevisionMessage(hash) + causeSeparator + cause
+}
+
+// Revision returns the revision hash named by an OTA condition message, with
+// or without a failure cause after it, and false when the message names none.
 func Revision(message string) (string, bool) {
-	hash, ok := strings.CutPrefix(message, revisionPrefix)
+	rest, ok := strings.CutPrefix(message, revisionPrefix)
+	hash, _, _ := strings.Cut(rest, causeSeparator)
 	if !ok || hash == "" {
 		return "", false
 	}

@@ -17,6 +17,8 @@ func TestRevision(t *testing.T) {
 	}{
 		{RevisionMessage("abc"), "abc", true},
 		{"controllerrevision: ", "", false},
+		{FailureMessage("abc", "ErrImagePull: manifest unknown"), "abc", true},
+		{"controllerrevision: ; cause", "", false},
 		{"something else", "", false},
 	}
 	for _, tc := range cases {

@@ -131,6 +131,12 @@ func TestOutcomes(t *testing.T) {
 			wantCode: codes.FailedPrecondition, wantHTTP: 403, wantInMsg: "PullImageFail",
 		},
 		{
+			name: "failed pull with its cause for the target revision blocks upgrade", calls: []call{upgradeCall},
+			ns: "default", pod: "p",
+			pods:     []*corev1.Pod{dsPod("p", withCondition(imageReady(corev1.ConditionFalse, podcondition.ReasonPullImageFail, podcondition.FailureMessage(testHash, "ErrImagePull: manifest unknown"))))},
+			wantCode: codes.FailedPrecondition, wantHTTP: 403, wantInMsg: "PullImageFail",
+		},
+		{
 			name: "pull for an older revision does not block upgrade", calls: []call{upgradeCall},
 			ns: "default", pod: "p",
 			pods:     []*corev1.Pod{dsPod("p", withCondition(imageReady(corev1.ConditionFalse, podcondition.ReasonPullImageRequested, "controllerrevision: older")))},

@@ -31,7 +31,7 @@ func (s *Server) Upgrade(ctx context.Context, req *edgeotav1.UpgradeRequest) (*e
 		return nil, err
 	}
 	if c := podcondition.Get(&pod.Status, podcondition.ImageReady); c != nil && target != "" &&
-		c.Message == podcondition.RevisionMessage(target) && c.Status != corev1.ConditionTrue {
+		conditionNames(c, target) && c.Status != corev1.ConditionTrue {
 		return nil, status.Errorf(codes.FailedPrecondition,
 			"%s: the image pre-pull of revision %s for pod %s has not succeeded (%s=%s, reason %s)",
 			notUpdatable, target, klog.KObj(pod), c.Type, c.Status, c.Reason)
@@ -72,7 +72,7 @@ func (s *Server) ImagePull(ctx context.Context, req *edgeotav1.ImagePullRequest)
 		Message: podcondition.RevisionMessage(target),
 	}
 	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
-	done := c != nil && c.Message == want.Message && (c.Status == corev1.ConditionTrue || c.Reason == want.Reason)
+	done := c != nil && conditionNames(c, target) && (c.Status == corev1.ConditionTrue || c.Reason == want.Reason)
 	if !done {
 		actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 		defer cancel()
@@ -119,6 +119,13 @@ func (s *Server) checkedPod(ctx context.Context, namespace, name string) (*corev
 	}
 	target, _ := podcondition.Revision(need.Message)
 	return pod, target, nil
+}
+
+// conditionNames reports whether an OTA condition is about revision target,
+// whatever failure cause its message may also carry.
+func conditionNames(c *corev1.PodCondition, target string) bool {
+	rev, ok := podcondition.Revision(c.Message)
+	return ok && rev == target
 }
 
 func ownerGroupKind(ref *metav1.OwnerReference) schema.GroupKind {
