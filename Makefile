@@ -67,11 +67,14 @@ tools:
 
 ## run: the main job: local cluster, controller, one node agent, examples.
 run: tools build
-	$(GO) run ./hack/run
+	$(GO) build -o $(BIN)/edgeota-run ./hack/run
+	exec $(BIN)/edgeota-run
 
-## bench: rollout, marking and node-API figures beside their baselines.
+## bench: rollout, marking and node-API figures beside their baselines, on
+## the local cluster; writes bench/results/latest.md. BENCH_NODES (500),
+## BENCH_SECONDS (5 per load level), BENCH_PAIRS (3), BENCH_UPGRADES (20).
 bench: tools build
-	hack/bench.sh
+	$(GO) run ./bench
 
 clean:
 	rm -rf $(BIN) .kwok .cache
