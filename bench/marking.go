@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+// markingNamespace holds scenario 3's OTA DaemonSet.
+const markingNamespace = "bench-ota"
+
+// The ceiling writes PodNeedUpgrade with this message prefix, so that the
+// next controller run can be told to have restored the real one, with the
+// controller's write parallelism (controller.writeParallelism).
+const (
+	ceilingMessage     = "controllerrevision: bench-ceiling-"
+	ceilingParallelism = 64
+	ceilingManager     = "edgeota-bench"
+)
+
+// marking is one timed write of PodNeedUpgrade onto every pod.
+type marking struct {
+	wall     time.Duration
+	requests apiRequests // the API server's counts during the run
+	cpu      time.Duration
+}
+
+// markingFigures are scenario 3's results.
+type markingFigures struct {
+	ota, ceiling []marking // alternating pairs
+	written      float64   // conditions the controllers reported writing in their runs
+	peakRSS      int64     // the highest of the runs' controllers
+}
+
+// benchMarking times P alternating pairs: ota-controller marking N OTA pods
+// PodNeedUpgrade=True after an image change, then a plain client at the
+// controller's QPS writing the same condition onto the same pods. Each pair
+// has a fresh controller, stopped while the ceiling writes so that it does
+// not write back.
+func benchMarking(ctx context.Context, s *session) (markingFigures, error) {
+	var f markingFigures
+	client := s.cluster.Client
+	if err := createNamespace(ctx, client, markingNamespace); err != nil {
+		return f, err
+	}
+	if _, err := client.AppsV1().DaemonSets(markingNamespace).Create(ctx, daemonSet("ota", otaStrategy, nil), metav1.CreateOptions{}); err != nil {
+		return f, fmt.Errorf("creating DaemonSet ota: %w", err)
+	}
+	pods, err := watchPods(ctx, client, markingNamespace, "app=ota")
+	if err != nil {
+		return f, err
+	}
+	defer pods.close()
+	if err := waitUpToDate(ctx, pods, image(0), s.nodes()); err != nil {
+		return f, err
+	}
+	writer, err := ceilingClient(s)
+	if err != nil {
+		return f, err
+	}
+	for i := 1; i <= s.p.pairs; i++ {
+		a, written, rss, err := markByController(ctx, s, pods, i)
+		if err != nil {
+			return f, err
+		}
+		f.written += written
+		f.peakRSS = max(f.peakRSS, rss)
+		b, err := markByCeiling(ctx, s, writer, pods, i)
+		if err != nil {
+			return f, err
+		}
+		progress("marking pair %d: ota-controller %s, ceiling %s", i, a.wall, b.wall)
+		f.ota, f.ceiling = append(f.ota, a), append(f.ceiling, b)
+	}
+	return f, deleteNamespace(ctx, client, markingNamespace)
+}
+
+// markByController starts a controller, waits until it has given every pod
+// its own PodNeedUpgrade (undoing the ceiling's), changes the image and
+// times the marking; it returns the run, the conditions the controller
+// counted writing during it, and the controller's peak memory.
+func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], i int) (marking, float64, int64, error) {
+	ctrl, err := s.startController(ctx, fmt.Sprintf("ota-controller-marking-%d", i))
+	if err != nil {
+		return marking{}, 0, 0, err
+	}
+	before := map[string]string{}
+	err = pods.until(ctx, settleTimeout, "the controller's PodNeedUpgrade on every pod", func(_ time.Time, items map[string]*corev1.Pod) bool {
+		clear(before)
+		for key, p := range items {
+			c := podcondition.Get(&p.Status, podcondition.NeedUpgrade)
+			if c == nil || strings.HasPrefix(c.Message, ceilingMessage) {
+				return false
+			}
+			before[key] = c.Message
+		}
+		return len(items) == s.p.nodes
+	})
+	if err != nil {
+		return marking{}, 0, 0, errors.Join(err, s.stopChild(ctrl))
+	}
+	writtenBefore, err := conditionsWritten(ctx, ctrl)
+	if err != nil {
+		return marking{}, 0, 0, errors.Join(err, s.stopChild(ctrl))
+	}
+	m, cpu, err := measureCPU(ctrl, func() (marking, error) {
+		return timeMarking(ctx, s, pods, func() error {
+			return setImage(ctx, s.cluster.Client, markingNamespace, "ota", image(i))
+		}, func(key string, c *corev1.PodCondition) bool {
+			return c.Status == corev1.ConditionTrue && c.Message != before[key]
+		})
+	})
+	m.cpu = cpu
+	var written float64
+	var rss int64
+	if err == nil {
+		written, err = conditionsWritten(ctx, ctrl)
+		written -= writtenBefore
+	}
+	if err == nil {
+		rss, err = ctrl.peakRSS()
+	}
+	return m, written, rss, errors.Join(err, s.stopChild(ctrl))
+}
+
+// conditionsWritten is the controller's count of PodNeedUpgrade writes.
+func conditionsWritten(ctx context.Context, ctrl *child) (float64, error) {
+	body, err := ctrl.get(ctx, "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("scraping %s: %w", ctrl.Name, err)
+	}
+	m, err := parseMetrics(body)
+	if err != nil {
+		return 0, err
+	}
+	return m.sum("edgeota_controller_conditions_written_total", map[string]string{"type": string(podcondition.NeedUpgrade)}), nil
+}
+
+// ceilingClient is a plain client with the controller's QPS and burst.
+func ceilingClient(s *session) (kubernetes.Interface, error) {
+	config := rest.CopyConfig(s.cluster.Config)
+	config.QPS, config.Burst = float32(s.p.qps), s.p.burst
+	config.UserAgent = ceilingManager
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating the ceiling's client: %w", err)
+	}
+	return client, nil
+}
+
+// markByCeiling writes PodNeedUpgrade=True with a message of its own onto
+// every pod, as podcondition.Set (the controller's way) does, as fast as the
+// API server takes it.
+func markByCeiling(ctx context.Context, s *session, writer kubernetes.Interface, pods *view[*corev1.Pod], i int) (marking, error) {
+	if _, err := writer.Discovery().ServerVersion(); err != nil { // connect before timing
+		return marking{}, fmt.Errorf("connecting the ceiling's client: %w", err)
+	}
+	var targets []*corev1.Pod
+	_ = pods.until(ctx, settleTimeout, "a snapshot", func(_ time.Time, items map[string]*corev1.Pod) bool {
+		for _, p := range items {
+			targets = append(targets, p)
+		}
+		return true
+	})
+	want := corev1.PodCondition{
+		Type: podcondition.NeedUpgrade, Status: corev1.ConditionTrue,
+		Reason: "BenchCeiling", Message: fmt.Sprint(ceilingMessage, i),
+	}
+	return timeMarking(ctx, s, pods, func() error {
+		errs := make([]error, len(targets))
+		workqueue.ParallelizeUntil(ctx, ceilingParallelism, len(targets), func(j int) {
+			_, errs[j] = podcondition.Set(ctx, writer.CoreV1(), targets[j], want, ceilingManager)
+		})
+		return errors.Join(errs...)
+	}, func(_ string, c *corev1.PodCondition) bool { return c.Message == want.Message })
+}
+
+// timeMarking runs start and waits until every pod's PodNeedUpgrade
+// satisfies marked (given the pod's key), as the watch sees it; it counts
+// the API server's requests meanwhile.
+func timeMarking(ctx context.Context, s *session, pods *view[*corev1.Pod], start func() error,
+	marked func(key string, c *corev1.PodCondition) bool) (marking, error) {
+	var m marking
+	before, err := scrapeAPIServer(ctx, s.cluster.Client)
+	if err != nil {
+		return m, err
+	}
+	t0 := time.Now()
+	if err := start(); err != nil {
+		return m, err
+	}
+	err = pods.until(ctx, settleTimeout, "PodNeedUpgrade on every pod", func(now time.Time, items map[string]*corev1.Pod) bool {
+		for key, p := range items {
+			if c := podcondition.Get(&p.Status, podcondition.NeedUpgrade); c == nil || !marked(key, c) {
+				return false
+			}
+		}
+		m.wall = now.Sub(t0)
+		return len(items) == s.p.nodes
+	})
+	if err != nil {
+		return m, err
+	}
+	after, err := scrapeAPIServer(ctx, s.cluster.Client)
+	m.requests = after.minus(before)
+	return m, err
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// params are the run's sizes, read from the environment so that a quick run
+// (BENCH_NODES=100) and the full one (500) are the same program.
+type params struct {
+	// nodes is N, the number of KWOK nodes (BENCH_NODES).
+	nodes int
+	// loadTime is how long each node-API load level runs (BENCH_SECONDS).
+	loadTime time.Duration
+	// pairs is how many alternating edgeota/baseline runs a ratio is the
+	// median of (BENCH_PAIRS).
+	pairs int
+	// upgrades is how many upgrades scenario 5 times per method (BENCH_UPGRADES).
+	upgrades int
+	// qps and burst are the controller's client limits, which the marking
+	// ceiling's client uses too.
+	qps   float64
+	burst int
+}
+
+func loadParams() (params, error) {
+	p := params{qps: 500, burst: 1000}
+	var seconds int
+	for _, v := range []struct {
+		name     string
+		dst      *int
+		def, min int
+	}{
+		{"BENCH_NODES", &p.nodes, 500, 10},
+		{"BENCH_SECONDS", &seconds, 5, 1},
+		{"BENCH_PAIRS", &p.pairs, 3, 1},
+		{"BENCH_UPGRADES", &p.upgrades, 20, 2},
+	} {
+		*v.dst = v.def
+		s := os.Getenv(v.name)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < v.min {
+			return p, fmt.Errorf("%s=%q: want an integer of at least %d", v.name, s, v.min)
+		}
+		*v.dst = n
+	}
+	p.loadTime = time.Duration(seconds) * time.Second
+	return p, nil
+}
+
+// budget is the number of nodes a 10% maxUnavailable allows to be without an
+// available pod: both controllers round the percentage up.
+func (p params) budget() int {
+	return (p.nodes + 9) / 10
+}
+
+// scale turns a target stated for 500 nodes into one for N nodes.
+func (p params) scale(at500 float64) float64 {
+	return at500 * float64(p.nodes) / 500
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// row is one figure beside its baseline, the ratio of the two, the target
+// and whether it is met; empty cells print as a dash.
+type row struct {
+	figure, edgeota, baseline, ratio, target, met string
+}
+
+// table is one scenario's section of the report.
+type table struct {
+	title string
+	rows  []row
+	notes []string
+}
+
+func (t table) write(w io.Writer) {
+	fmt.Fprintf(w, "\n### %s\n\n", t.title)
+	fmt.Fprintln(w, "| figure | edgeota | baseline | ratio | target | met? |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
+	for _, r := range t.rows {
+		cells := []string{r.figure, r.edgeota, r.baseline, r.ratio, r.target, r.met}
+		for i, c := range cells {
+			if c == "" {
+				cells[i] = "–"
+			}
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	if len(t.notes) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, n := range t.notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+}
+
+// header describes the machine, the versions and the parameters of a run.
+func header(s *session, started time.Time, kubeVersion string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## edgeota benchmark, %s\n\n", started.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- Machine: %d CPUs, Linux %s, load average at start %s (shared: other work runs too)\n",
+		runtime.NumCPU(), readTrimmed("/proc/sys/kernel/osrelease"), loadAverage())
+	fmt.Fprintf(&b, "- Versions: %s, Kubernetes %s, %s, edgeota %s\n",
+		runtime.Version(), kubeVersion, toolVersion(s, "kwok"), gitDescribe(s.root))
+	fmt.Fprintf(&b, "- Parameters: N=%d KWOK nodes (delay-free stages), %d alternating pairs per ratio, "+
+		"%s per node-API load level, %d upgrades per method, controller --kube-api-qps %g --kube-api-burst %d, budget 10%% = %d nodes\n",
+		s.p.nodes, s.p.pairs, s.p.loadTime, s.p.upgrades, s.p.qps, s.p.burst, s.p.budget())
+	return b.String()
+}
+
+func readTrimmed(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	fields := strings.Fields(readTrimmed("/proc/loadavg"))
+	if len(fields) < 3 {
+		return "unknown"
+	}
+	return strings.Join(fields[:3], " ")
+}
+
+// toolVersion is the first line of `bin/NAME --version`.
+func toolVersion(s *session, name string) string {
+	out, err := exec.Command(s.cluster.Tools.Path(name), "--version").Output()
+	if err != nil {
+		return name + " (version unknown)"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+// gitDescribe names the commit measured, marked dirty when the tree differs.
+func gitDescribe(root string) string {
+	out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "(not a git checkout)"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Cell formats.
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func millis(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func mib(bytes int64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }
+
+func times(r float64) string { return fmt.Sprintf("%.2f×", r) }
+
+// verdict says whether a target is met; a miss stands out.
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// ratio is a/b, for durations or counts.
+func ratio[T int | float64 | time.Duration](a, b T) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}

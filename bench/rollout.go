@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// settleCPU is how long after a rollout completes its controller CPU time is
+// still counted: the last events arrive after the last pod is Ready.
+const settleCPU = 500 * time.Millisecond
+
+// rollout is one timed image change.
+type rollout struct {
+	wall           time.Duration // image change until every awaited node is up to date
+	maxUnavailable int           // most nodes without an available pod at any sample
+	cpu            time.Duration // controller CPU time, for ota-controller runs
+}
+
+// rolloutFigures are scenario 1's results, also the reference of scenario 2.
+type rolloutFigures struct {
+	ota, native []rollout // alternating pairs
+	peakRSS     int64
+}
+
+// rolloutNamespace holds scenario 1's two DaemonSets, which live side by
+// side so that alternating runs need no re-creation.
+const rolloutNamespace = "bench-rollout"
+
+// benchRollout times P alternating rollouts of the same N nodes: ota-controller
+// with AdvancedRollingUpdate, then the native DaemonSet controller with
+// RollingUpdate, both at maxUnavailable 10%.
+func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
+	var f rolloutFigures
+	client := s.cluster.Client
+	if err := createNamespace(ctx, client, rolloutNamespace); err != nil {
+		return f, err
+	}
+	watches := map[string]*view[*corev1.Pod]{}
+	for name, strategy := range map[string]string{"ota": advancedRollingUpdate, "native": ""} {
+		if _, err := client.AppsV1().DaemonSets(rolloutNamespace).Create(ctx, daemonSet(name, strategy, nil), metav1.CreateOptions{}); err != nil {
+			return f, fmt.Errorf("creating DaemonSet %s: %w", name, err)
+		}
+		w, err := watchPods(ctx, client, rolloutNamespace, "app="+name)
+		if err != nil {
+			return f, err
+		}
+		defer w.close()
+		if err := waitUpToDate(ctx, w, image(0), s.nodes()); err != nil {
+			return f, err
+		}
+		watches[name] = w
+	}
+	ctrl, err := s.startController(ctx, "ota-controller-rollout")
+	if err != nil {
+		return f, err
+	}
+	for i := 1; i <= s.p.pairs; i++ {
+		a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
+			return rollOut(ctx, s, watches["ota"], rolloutNamespace, "ota", image(i), s.nodes())
+		})
+		if err != nil {
+			return f, err
+		}
+		a.cpu = cpu
+		b, err := rollOut(ctx, s, watches["native"], rolloutNamespace, "native", image(i), s.nodes())
+		if err != nil {
+			return f, err
+		}
+		progress("rollout pair %d: ota-controller %s, native %s", i, a.wall, b.wall)
+		f.ota, f.native = append(f.ota, a), append(f.native, b)
+	}
+	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
+		return f, err
+	}
+	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, rolloutNamespace))
+}
+
+// measureCPU runs a timed step and returns the controller's CPU time during
+// it, up to settleCPU after it ends.
+func measureCPU[T any](ctrl *child, run func() (T, error)) (T, time.Duration, error) {
+	var zero T
+	before, err := ctrl.cpu()
+	if err != nil {
+		return zero, 0, err
+	}
+	r, err := run()
+	if err != nil {
+		return r, 0, err
+	}
+	time.Sleep(settleCPU)
+	after, err := ctrl.cpu()
+	return r, after - before, err
+}
+
+// rollOut sets the DaemonSet's image and waits until every node of done is up
+// to date with it, sampling at every event and every 100 ms how many of all
+// the nodes have no available pod.
+func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, img string, done []string) (rollout, error) {
+	var r rollout
+	all := s.nodes()
+	start := time.Now()
+	if err := setImage(ctx, s.cluster.Client, ns, ds, img); err != nil {
+		return r, err
+	}
+	err := pods.until(ctx, settleTimeout, fmt.Sprintf("DaemonSet %s/%s to run %s on %d nodes", ns, ds, img, len(done)),
+		func(now time.Time, items map[string]*corev1.Pod) bool {
+			byNode := podsByNode(items)
+			r.maxUnavailable = max(r.maxUnavailable, unavailable(byNode, all))
+			r.wall = now.Sub(start)
+			return allUpToDate(byNode, done, img)
+		})
+	return r, err
+}
+
+// waitUpToDate waits until every node runs one Ready pod with img.
+func waitUpToDate(ctx context.Context, pods *view[*corev1.Pod], img string, nodes []string) error {
+	return pods.until(ctx, settleTimeout, fmt.Sprintf("%s on %d nodes", img, len(nodes)), func(_ time.Time, items map[string]*corev1.Pod) bool {
+		return allUpToDate(podsByNode(items), nodes, img)
+	})
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/edgeota/edgeota/localcluster"
+)
+
+// createTimeout bounds creating the cluster with all its nodes.
+const createTimeout = 10 * time.Minute
+
+// session is one `make bench`: the cluster and the children it started,
+// removed by close however the run ends.
+type session struct {
+	p       params
+	root    string
+	logDir  string
+	cluster *localcluster.Cluster
+	started []*child
+	logFile *os.File
+}
+
+// newSession creates a cluster of p.nodes KWOK nodes under a name of its
+// own, so that a bench never shares a cluster with `make run` or the tests.
+func newSession(ctx context.Context, p params) (*session, error) {
+	root, err := localcluster.Root()
+	if err != nil {
+		return nil, err
+	}
+	tools := localcluster.ToolsIn(root)
+	if err := tools.Check(append(localcluster.ClusterBinaries, "ota-server", "ota-controller")...); err != nil {
+		return nil, err
+	}
+	s := &session{p: p, root: root, logDir: filepath.Join(root, ".cache", "bench")}
+	if err := os.RemoveAll(s.logDir); err != nil {
+		return nil, fmt.Errorf("clearing %s: %w", s.logDir, err)
+	}
+	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", s.logDir, err)
+	}
+	if s.logFile, err = os.Create(filepath.Join(s.logDir, "kwokctl.log")); err != nil {
+		return nil, fmt.Errorf("creating the cluster log: %w", err)
+	}
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	ctx, cancel := context.WithTimeout(ctx, createTimeout)
+	defer cancel()
+	s.cluster, err = localcluster.Create(ctx, localcluster.Options{
+		Root: root, Name: "bench-" + hex.EncodeToString(suffix), Nodes: p.nodes, Log: s.logFile,
+	})
+	if err != nil {
+		_ = s.logFile.Close()
+		return nil, fmt.Errorf("%w (kwokctl's output: %s)", err, s.logFile.Name())
+	}
+	return s, nil
+}
+
+// close stops the children, newest first, and deletes the cluster.
+func (s *session) close() error {
+	var errs []error
+	for i := len(s.started) - 1; i >= 0; i-- {
+		errs = append(errs, s.started[i].Stop())
+	}
+	errs = append(errs, s.cluster.Delete(context.Background()), s.logFile.Close())
+	return errors.Join(errs...)
+}
+
+// nodes names all the cluster's edge nodes.
+func (s *session) nodes() []string {
+	names := make([]string, s.p.nodes)
+	for i := range names {
+		names[i] = localcluster.NodeName(i + 1)
+	}
+	return names
+}
+
+// start runs argv on a free loopback port: the flag naming the address is
+// added by addrArgs, which receives host and port.
+func (s *session) start(name string, addrArgs func(host, port string) []string, argv ...string) (*child, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	p, err := localcluster.StartProcess(name, filepath.Join(s.logDir, name+".log"), append(argv, addrArgs(host, port)...)...)
+	if err != nil {
+		return nil, err
+	}
+	c := &child{Process: p, addr: addr}
+	s.started = append(s.started, c)
+	return c, nil
+}
+
+// startController runs a fresh bin/ota-controller, so that its CPU time and
+// peak memory belong to one scenario, and waits until it has synced a
+// DaemonSet at least once (its sync histogram has a sample).
+func (s *session) startController(ctx context.Context, name string) (*child, error) {
+	c, err := s.start(name, func(host, port string) []string {
+		return []string{"--metrics-bind-address", net.JoinHostPort(host, port)}
+	}, s.cluster.Tools.Path("ota-controller"), "--kubeconfig", s.cluster.Kubeconfig, "--leader-elect=false",
+		"--health-probe-bind-address", "0",
+		"--kube-api-qps", fmt.Sprint(s.p.qps), "--kube-api-burst", fmt.Sprint(s.p.burst))
+	if err != nil {
+		return nil, err
+	}
+	return c, c.waitServing(ctx, "/metrics", func(body []byte) bool {
+		return strings.Contains(string(body), "edgeota_controller_sync_duration_seconds_count")
+	})
+}
+
+// stopChild stops a child started by this session before the session ends.
+func (s *session) stopChild(c *child) error {
+	for i, started := range s.started {
+		if started == c {
+			s.started = append(s.started[:i], s.started[i+1:]...)
+			break
+		}
+	}
+	return c.Stop()
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+// upgradeNamespace holds scenario 5's OTA DaemonSet, on the agent's node only.
+const upgradeNamespace = "bench-upgrade"
+
+// An upgrade the agent refuses because its cache lags the API server by a
+// write (PodNeedUpgrade not yet True, a stale resourceVersion) is retried
+// this often, within this bound; the timing starts at the accepted attempt.
+const (
+	retryInterval = 20 * time.Millisecond
+	retryTimeout  = 5 * time.Second
+)
+
+// upgradeFigures are scenario 5's results: request until the watch sees the
+// pod terminating (deletionTimestamp set) or gone, whichever comes first.
+type upgradeFigures struct {
+	agent   []time.Duration // POST .../upgrade to the agent
+	direct  []time.Duration // baseline: the bench deletes the pod itself
+	retries int             // agent refusals retried (cache lag)
+}
+
+// benchUpgrade alternates upgrades through the agent with direct deletes of
+// the same DaemonSet's pod, each after an image change has made the pod
+// PodNeedUpgrade=True.
+func benchUpgrade(ctx context.Context, s *session, agent *child) (upgradeFigures, error) {
+	var f upgradeFigures
+	client := s.cluster.Client
+	if err := createNamespace(ctx, client, upgradeNamespace); err != nil {
+		return f, err
+	}
+	ds := daemonSet("ota", otaStrategy, map[string]string{"kubernetes.io/hostname": agentNode})
+	if _, err := client.AppsV1().DaemonSets(upgradeNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		return f, fmt.Errorf("creating DaemonSet ota: %w", err)
+	}
+	pods, err := watchPods(ctx, client, upgradeNamespace, "app=ota")
+	if err != nil {
+		return f, err
+	}
+	defer pods.close()
+	nodes := []string{agentNode}
+	if err := waitUpToDate(ctx, pods, image(0), nodes); err != nil {
+		return f, err
+	}
+	ctrl, err := s.startController(ctx, "ota-controller-upgrade")
+	if err != nil {
+		return f, err
+	}
+	for i := 1; i <= 2*s.p.upgrades; i++ {
+		img := image(1 + i%2) // alternate two tags
+		if err := setImage(ctx, client, upgradeNamespace, "ota", img); err != nil {
+			return f, err
+		}
+		pod, err := waitNeedUpgrade(ctx, pods, img)
+		if err != nil {
+			return f, err
+		}
+		byAgent := i%2 == 1
+		start, err := time.Now(), error(nil)
+		if byAgent {
+			start, err = postUpgrade(ctx, agent, pod, &f.retries)
+		} else {
+			err = client.CoreV1().Pods(upgradeNamespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		}
+		if err != nil {
+			return f, fmt.Errorf("upgrading pod %s: %w", pod.Name, err)
+		}
+		var took time.Duration
+		err = pods.until(ctx, settleTimeout, "pod "+pod.Name+" to be deleted", func(now time.Time, items map[string]*corev1.Pod) bool {
+			p := items[upgradeNamespace+"/"+pod.Name]
+			took = now.Sub(start)
+			return p == nil || p.UID != pod.UID || p.DeletionTimestamp != nil
+		})
+		if err != nil {
+			return f, err
+		}
+		if byAgent {
+			f.agent = append(f.agent, took)
+		} else {
+			f.direct = append(f.direct, took)
+		}
+		if err := waitUpToDate(ctx, pods, img, nodes); err != nil {
+			return f, err
+		}
+	}
+	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, upgradeNamespace))
+}
+
+// waitNeedUpgrade waits until the node's live pod runs another image than img
+// and is marked PodNeedUpgrade=True, and returns it.
+func waitNeedUpgrade(ctx context.Context, pods *view[*corev1.Pod], img string) (*corev1.Pod, error) {
+	var pod *corev1.Pod
+	err := pods.until(ctx, settleTimeout, "PodNeedUpgrade=True", func(_ time.Time, items map[string]*corev1.Pod) bool {
+		for _, p := range items {
+			if p.DeletionTimestamp == nil && p.Spec.Containers[0].Image != img && podcondition.IsTrue(&p.Status, podcondition.NeedUpgrade) {
+				pod = p
+				return true
+			}
+		}
+		return false
+	})
+	return pod, err
+}
+
+// postUpgrade asks the agent to upgrade the pod, retrying while the agent
+// refuses for want of a fresh cache, and returns when the accepted attempt
+// started.
+func postUpgrade(ctx context.Context, agent *child, pod *corev1.Pod, retries *int) (time.Time, error) {
+	url := fmt.Sprintf("http://%s/openyurt.io/v1/namespaces/%s/pods/%s/upgrade", agent.addr, pod.Namespace, pod.Name)
+	deadline := time.Now().Add(retryTimeout)
+	for {
+		start := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+		if err != nil {
+			return start, err
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return start, err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusOK:
+			return start, nil
+		case time.Now().After(deadline):
+			return start, fmt.Errorf("POST %s: %s: %s", url, resp.Status, body)
+		}
+		*retries++
+		select {
+		case <-ctx.Done():
+			return start, ctx.Err()
+		case <-time.After(retryInterval):
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+// The opt-in contract of ota-controller.
+const (
+	strategyAnnotation       = "apps.openyurt.io/update-strategy"
+	maxUnavailableAnnotation = "apps.openyurt.io/max-unavailable"
+	advancedRollingUpdate    = "AdvancedRollingUpdate"
+	otaStrategy              = "OTA"
+	maxUnavailable           = "10%"
+	containerName            = "app"
+)
+
+// Bounds on the waits around a scenario: creating or deleting N pods takes
+// seconds; minutes mean something is stuck.
+const (
+	settleTimeout = 5 * time.Minute
+	pollInterval  = 500 * time.Millisecond
+)
+
+// image is the i-th image tag the benchmark rolls to; KWOK never pulls it.
+func image(i int) string {
+	return fmt.Sprintf("registry.bench.local/app:v%d", i)
+}
+
+// daemonSet is a DaemonSet of one container tolerating every taint, so that
+// it lands on every KWOK node. strategy is an ota-controller strategy, or
+// empty for the native RollingUpdate at maxUnavailable 10%.
+func daemonSet(name, strategy string, nodeSelector map[string]string) *appsv1.DaemonSet {
+	labels := map[string]string{"app": name}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: nodeSelector,
+					Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Containers:   []corev1.Container{{Name: containerName, Image: image(0)}},
+				},
+			},
+		},
+	}
+	if strategy == "" {
+		limit := intstr.FromString(maxUnavailable)
+		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{
+			Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &limit},
+		}
+		return ds
+	}
+	ds.Annotations = map[string]string{strategyAnnotation: strategy, maxUnavailableAnnotation: maxUnavailable}
+	ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
+	return ds
+}
+
+// setImage changes the DaemonSet's container image, as `kubectl set image`.
+func setImage(ctx context.Context, client kubernetes.Interface, ns, name, img string) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []map[string]string{{"name": containerName, "image": img}}}}}})
+	if err != nil {
+		return fmt.Errorf("encoding the image patch: %w", err)
+	}
+	if _, err := client.AppsV1().DaemonSets(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("setting the image of DaemonSet %s/%s to %s: %w", ns, name, img, err)
+	}
+	return nil
+}
+
+// createNamespace creates ns and waits for its default service account,
+// without which pods are refused.
+func createNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the default service account of %s: %w", ns, err)
+	}
+	return nil
+}
+
+// deleteNamespace deletes ns with everything in it and waits until it is
+// gone, so that the next scenario starts on a quiet cluster.
+func deleteNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
+	err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting namespace %s: %w", ns, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, settleTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for namespace %s to be gone: %w", ns, err)
+	}
+	return nil
+}
+
+// podsByNode groups the live (not terminating) pods by node.
+func podsByNode(pods map[string]*corev1.Pod) map[string][]*corev1.Pod {
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+		}
+	}
+	return byNode
+}
+
+// upToDate reports whether a node's live pods are exactly one Ready pod
+// running img: the node is done.
+func upToDate(live []*corev1.Pod, img string) bool {
+	return len(live) == 1 && live[0].Spec.Containers[0].Image == img && isReady(live[0])
+}
+
+// allUpToDate reports whether every one of nodes is up to date with img.
+func allUpToDate(byNode map[string][]*corev1.Pod, nodes []string, img string) bool {
+	for _, n := range nodes {
+		if !upToDate(byNode[n], img) {
+			return false
+		}
+	}
+	return true
+}
+
+// unavailable counts the nodes without a Ready live pod.
+func unavailable(byNode map[string][]*corev1.Pod, nodes []string) int {
+	n := 0
+	for _, node := range nodes {
+		available := false
+		for _, p := range byNode[node] {
+			available = available || isReady(p)
+		}
+		if !available {
+			n++
+		}
+	}
+	return n
+}
+
+func isReady(p *corev1.Pod) bool {
+	return podcondition.IsTrue(&p.Status, corev1.PodReady)
+}
