@@ -3,10 +3,7 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,23 +37,9 @@ func (e *env) startAgent(node, kubeconfig string, extra ...string) agent {
 	args := append([]string{e.cluster.Tools.Path("ota-server"),
 		"--kubeconfig", kubeconfig, "--node-name", node, "--port", strconv.Itoa(port)}, extra...)
 	p := e.start("ota-server-"+node, args...)
-	eventually(e.t, "ota-server for "+node+" to be ready", func(ctx context.Context) (bool, string, error) {
-		select {
-		case <-p.Done():
-			return false, "", fmt.Errorf("ota-server exited: %v; see %s", p.Err(), p.LogPath)
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a.addr+"/readyz", nil)
-		if err != nil {
-			return false, "", err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status, nil
-	})
+	if err := p.WaitReady(e.t.Context(), "http://"+a.addr+"/readyz", waitTimeout); err != nil {
+		e.t.Fatal(err)
+	}
 	return a
 }
 

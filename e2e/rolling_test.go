@@ -157,4 +157,3 @@ func missingNodes(n int, available map[string]bool) []string {
 	}
 	return missing
 }
-

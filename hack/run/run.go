@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/edgeota/edgeota/localcluster"
 )
@@ -117,7 +114,7 @@ func (s *session) up(ctx context.Context, opts options) error {
 		"--kubeconfig", s.cluster.Kubeconfig, "--node-name", s.agentNode, "--bind-address", host, "--port", port); err != nil {
 		return err
 	}
-	if err := s.waitAgentReady(ctx); err != nil {
+	if err := s.processes[len(s.processes)-1].WaitReady(ctx, "http://"+s.agentAddr+"/readyz", agentReadyTimeout); err != nil {
 		return err
 	}
 
@@ -157,34 +154,6 @@ func (s *session) start(name, logPath string, argv ...string) error {
 		return err
 	}
 	s.processes = append(s.processes, p)
-	return nil
-}
-
-// waitAgentReady waits until the agent's pod cache has synced, or fails at
-// once if the agent exits (e.g. its port is taken).
-func (s *session) waitAgentReady(ctx context.Context) error {
-	agent := s.processes[len(s.processes)-1]
-	url := "http://" + s.agentAddr + "/readyz"
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, agentReadyTimeout, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-agent.Done():
-			return false, fmt.Errorf("ota-server exited: %w; see %s", agent.Err(), agent.LogPath)
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for ota-server to be ready at %s: %w", url, err)
-	}
 	return nil
 }
 
