@@ -57,6 +57,16 @@ func (c *child) cpu() (time.Duration, error) {
 
 // peakRSS is the process's high-water resident set size (VmHWM), in bytes.
 func (c *child) peakRSS() (int64, error) {
+	return c.memory("VmHWM:")
+}
+
+// rss is the process's resident set size now (VmRSS), in bytes.
+func (c *child) rss() (int64, error) {
+	return c.memory("VmRSS:")
+}
+
+// memory reads a kB field of /proc/PID/status, in bytes.
+func (c *child) memory(field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.Pid()))
 	if err != nil {
 		return 0, fmt.Errorf("reading the memory of %s: %w", c.Name, err)
@@ -64,7 +74,7 @@ func (c *child) peakRSS() (int64, error) {
 	defer f.Close()
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
-		if rest, ok := strings.CutPrefix(scanner.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(scanner.Text(), field); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("reading the memory of %s: %w", c.Name, err)
@@ -72,7 +82,7 @@ func (c *child) peakRSS() (int64, error) {
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("reading the memory of %s: no VmHWM in /proc status: %w", c.Name, scanner.Err())
+	return 0, fmt.Errorf("reading the memory of %s: no %s in /proc status: %w", c.Name, field, scanner.Err())
 }
 
 // get fetches path from the child and returns the body of a 200 answer.

@@ -41,13 +41,7 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	all := s.nodes()
 	f.cut = len(all) / 5
 	ready, cut := all[:len(all)-f.cut], all[len(all)-f.cut:]
-	if err := createNamespace(ctx, client, cutoffNamespace); err != nil {
-		return f, err
-	}
-	if _, err := client.AppsV1().DaemonSets(cutoffNamespace).Create(ctx, daemonSet("ota", advancedRollingUpdate, nil), metav1.CreateOptions{}); err != nil {
-		return f, fmt.Errorf("creating DaemonSet ota: %w", err)
-	}
-	pods, err := watchPods(ctx, client, cutoffNamespace, "app=ota")
+	pods, err := deploy(ctx, client, cutoffNamespace, daemonSet("ota", advancedRollingUpdate, nil), all)
 	if err != nil {
 		return f, err
 	}
@@ -57,9 +51,6 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 		return f, err
 	}
 	defer nodes.close()
-	if err := waitUpToDate(ctx, pods, image(0), all); err != nil {
-		return f, err
-	}
 	ctrl, err := s.startController(ctx, "ota-controller-cutoff")
 	if err != nil {
 		return f, err

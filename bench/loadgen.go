@@ -29,6 +29,7 @@ type dialer func() (call, func(), error)
 // loadResult is one load level against one server.
 type loadResult struct {
 	requests, errors int
+	firstErr         error // the first failure, to say what failed
 	rps              float64
 	p50, p99         time.Duration
 }
@@ -51,9 +52,14 @@ func drive(ctx context.Context, clients int, d time.Duration, dial dialer) (load
 		calls[i] = c
 	}
 	latencies := make([][]time.Duration, clients)
-	failures := make([]int, clients)
-	runCtx, cancel := context.WithTimeout(ctx, d)
+	failures := make([]error, clients) // each client's first failure
+	failed := make([]int, clients)
+	// A cancel rather than a deadline: gRPC would turn a deadline into its
+	// own timer, which can fail a call before the context reports the end.
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stop := time.AfterFunc(d, cancel)
+	defer stop.Stop()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, c := range calls {
@@ -62,10 +68,12 @@ func drive(ctx context.Context, clients int, d time.Duration, dial dialer) (load
 				t := time.Now()
 				err := c(runCtx)
 				if runCtx.Err() != nil {
-					return // cut off by the deadline: not an answer
+					return // cut off at the end: not an answer
 				}
 				if err != nil {
-					failures[i]++
+					if failed[i]++; failures[i] == nil {
+						failures[i] = err
+					}
 					continue
 				}
 				latencies[i] = append(latencies[i], time.Since(t))
@@ -76,7 +84,7 @@ func drive(ctx context.Context, clients int, d time.Duration, dial dialer) (load
 	elapsed := time.Since(start)
 	all := slices.Concat(latencies...)
 	slices.Sort(all)
-	r.requests, r.errors = len(all), sum(failures)
+	r.requests, r.errors, r.firstErr = len(all), sum(failed), errors.Join(failures...)
 	if len(all) == 0 {
 		return r, errors.New("no request was answered")
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -50,20 +49,11 @@ type markingFigures struct {
 func benchMarking(ctx context.Context, s *session) (markingFigures, error) {
 	var f markingFigures
 	client := s.cluster.Client
-	if err := createNamespace(ctx, client, markingNamespace); err != nil {
-		return f, err
-	}
-	if _, err := client.AppsV1().DaemonSets(markingNamespace).Create(ctx, daemonSet("ota", otaStrategy, nil), metav1.CreateOptions{}); err != nil {
-		return f, fmt.Errorf("creating DaemonSet ota: %w", err)
-	}
-	pods, err := watchPods(ctx, client, markingNamespace, "app=ota")
+	pods, err := deploy(ctx, client, markingNamespace, daemonSet("ota", otaStrategy, nil), s.nodes())
 	if err != nil {
 		return f, err
 	}
 	defer pods.close()
-	if err := waitUpToDate(ctx, pods, image(0), s.nodes()); err != nil {
-		return f, err
-	}
 	writer, err := ceilingClient(s)
 	if err != nil {
 		return f, err

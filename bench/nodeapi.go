@@ -40,10 +40,12 @@ type nodeAPILevel struct {
 
 // nodeAPIFigures are scenario 4's results.
 type nodeAPIFigures struct {
-	levels     []nodeAPILevel
-	bodyBytes  int
-	peakRSS    int64
-	binarySize int64
+	levels         []nodeAPILevel
+	bodyBytes      int
+	idleRSS        int64 // after its cache synced, before the load
+	peakRSS        int64 // after the load
+	ceilingPeakRSS int64
+	binarySize     int64
 }
 
 // startAgent runs bin/ota-server for agentNode with the admin kubeconfig and
@@ -74,6 +76,9 @@ func benchNodeAPI(ctx context.Context, s *session, agent *child) (nodeAPIFigures
 		return f, err
 	}
 	f.bodyBytes = len(body)
+	if f.idleRSS, err = agent.rss(); err != nil {
+		return f, err
+	}
 	ceiling, err := startCeiling(ctx, s, agent, body)
 	if err != nil {
 		return f, err
@@ -104,6 +109,9 @@ func benchNodeAPI(ctx context.Context, s *session, agent *child) (nodeAPIFigures
 		f.levels = append(f.levels, level)
 	}
 	if f.peakRSS, err = agent.peakRSS(); err != nil {
+		return f, err
+	}
+	if f.ceilingPeakRSS, err = ceiling.peakRSS(); err != nil {
 		return f, err
 	}
 	info, err := os.Stat(s.cluster.Tools.Path("ota-server"))

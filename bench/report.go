@@ -113,7 +113,7 @@ func verdict(ok bool) string {
 }
 
 // ratio is a/b, for durations or counts.
-func ratio[T int | float64 | time.Duration](a, b T) float64 {
+func ratio[T int | int64 | float64 | time.Duration](a, b T) float64 {
 	if b == 0 {
 		return 0
 	}

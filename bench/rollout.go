@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // settleCPU is how long after a rollout completes its controller CPU time is
@@ -37,22 +36,13 @@ const rolloutNamespace = "bench-rollout"
 func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	var f rolloutFigures
 	client := s.cluster.Client
-	if err := createNamespace(ctx, client, rolloutNamespace); err != nil {
-		return f, err
-	}
 	watches := map[string]*view[*corev1.Pod]{}
 	for name, strategy := range map[string]string{"ota": advancedRollingUpdate, "native": ""} {
-		if _, err := client.AppsV1().DaemonSets(rolloutNamespace).Create(ctx, daemonSet(name, strategy, nil), metav1.CreateOptions{}); err != nil {
-			return f, fmt.Errorf("creating DaemonSet %s: %w", name, err)
-		}
-		w, err := watchPods(ctx, client, rolloutNamespace, "app="+name)
+		w, err := deploy(ctx, client, rolloutNamespace, daemonSet(name, strategy, nil), s.nodes())
 		if err != nil {
 			return f, err
 		}
 		defer w.close()
-		if err := waitUpToDate(ctx, w, image(0), s.nodes()); err != nil {
-			return f, err
-		}
 		watches[name] = w
 	}
 	ctrl, err := s.startController(ctx, "ota-controller-rollout")

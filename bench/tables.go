@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,10 +33,6 @@ func rolloutTable(p params, f rolloutFigures) table {
 	worstNative := slices.Max(mapRuns(f.native, func(r rollout) int { return r.maxUnavailable }))
 	cpu := median(mapRuns(f.ota, func(r rollout) time.Duration { return r.cpu }))
 	cpuTarget := p.scale(controllerCPUAt500)
-	var pairs []string
-	for i := range ota {
-		pairs = append(pairs, seconds(ota[i])+" / "+seconds(native[i]))
-	}
 	return table{
 		title: fmt.Sprintf("1. Rollout: %d nodes, image change, maxUnavailable 10%%", p.nodes),
 		rows: []row{
@@ -48,7 +45,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 		},
 		notes: []string{
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
-			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + strings.Join(pairs, ", "),
+			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 		},
 	}
 }
@@ -91,10 +88,6 @@ func markingTable(p params, f markingFigures) table {
 	}
 	absTarget := p.scale(markingAt500)
 	cpu := median(mapRuns(f.ota, func(m marking) time.Duration { return m.cpu }))
-	var pairs []string
-	for i := range ota {
-		pairs = append(pairs, seconds(ota[i])+" / "+seconds(ceiling[i]))
-	}
 	return table{
 		title: fmt.Sprintf("3. OTA marking: %d pods, image change until every pod has PodNeedUpgrade=True", p.nodes),
 		rows: []row{
@@ -112,7 +105,7 @@ func markingTable(p params, f markingFigures) table {
 		notes: []string{
 			fmt.Sprintf("baseline (write ceiling): a plain client-go client at QPS %g / burst %d patching the same condition (podcondition.Set: strategic-merge patch of pods/status) onto the same pods from %d goroutines, the controller's write parallelism; the controller is stopped meanwhile and a fresh one starts each pair.", p.qps, p.burst, ceilingParallelism),
 			"Both times run until the bench's pod watch sees every pod marked. Request counts are deltas of the API server's apiserver_request_total over the run; \"all clients\" includes the cluster's own components.",
-			"Pairs (edgeota / ceiling): " + strings.Join(pairs, ", "),
+			"Pairs (edgeota / ceiling): " + pairList(ota, ceiling),
 		},
 	}
 }
@@ -135,17 +128,23 @@ func nodeAPITable(f nodeAPIFigures) table {
 		)
 	}
 	t.rows = append(t.rows,
-		row{"agent peak RSS (VmHWM), after the load", mib(f.peakRSS), "", "", "≤ 40 MiB", verdict(f.peakRSS <= agentRSSTarget)},
+		row{"agent RSS, synced, before the load", mib(f.idleRSS), "", "", "≤ 40 MiB", verdict(f.idleRSS <= agentRSSTarget)},
+		row{"agent peak RSS (VmHWM), after the load", mib(f.peakRSS), mib(f.ceilingPeakRSS) + " (ceiling)", times(ratio(f.peakRSS, f.ceilingPeakRSS)), "≤ 40 MiB", verdict(f.peakRSS <= agentRSSTarget)},
 		row{"bin/ota-server size", mib(f.binarySize), "", "", "", ""},
 	)
-	var errs int
+	var failures []string
 	for _, l := range f.levels {
-		errs += l.rest.errors + l.restCeiling.errors + l.grpcAgent.errors + l.grpcCeiling.errors
+		for name, r := range map[string]loadResult{"REST agent": l.rest, "REST ceiling": l.restCeiling, "gRPC agent": l.grpcAgent, "gRPC ceiling": l.grpcCeiling} {
+			if r.errors > 0 {
+				failures = append(failures, fmt.Sprintf("%s, %d clients: %d (first: %v)", name, l.clients, r.errors, r.firstErr))
+			}
+		}
 	}
+	slices.Sort(failures)
 	t.notes = []string{
 		"baseline (ceiling): a plain net/http server in its own process answering the agent's very GET /pods bytes, and a plain gRPC server answering its very ListPods message, served on one port the way the agent serves (HTTP/1.1 and h2c).",
 		"Load: Go clients in the bench process, back to back for a fixed time per level; REST: one keep-alive HTTP/1.1 connection per client; gRPC: one grpc.ClientConn per client. The load generator shares the 2 cores with the server it measures, so absolute rates mostly measure the machine.",
-		fmt.Sprintf("Failed requests across all levels: %d.", errs),
+		"Failed requests: " + cmp.Or(strings.Join(failures, "; "), "none") + ".",
 	}
 	return t
 }
@@ -176,6 +175,15 @@ func mapRuns[R, T any](runs []R, get func(R) T) []T {
 		out[i] = get(r)
 	}
 	return out
+}
+
+// pairList shows each pair's two times.
+func pairList(a, b []time.Duration) string {
+	pairs := make([]string, len(a))
+	for i := range a {
+		pairs[i] = seconds(a[i]) + " / " + seconds(b[i])
+	}
+	return strings.Join(pairs, ", ")
 }
 
 // pairRatios divides each run by its pair's baseline.

@@ -39,22 +39,13 @@ type upgradeFigures struct {
 func benchUpgrade(ctx context.Context, s *session, agent *child) (upgradeFigures, error) {
 	var f upgradeFigures
 	client := s.cluster.Client
-	if err := createNamespace(ctx, client, upgradeNamespace); err != nil {
-		return f, err
-	}
+	nodes := []string{agentNode}
 	ds := daemonSet("ota", otaStrategy, map[string]string{"kubernetes.io/hostname": agentNode})
-	if _, err := client.AppsV1().DaemonSets(upgradeNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		return f, fmt.Errorf("creating DaemonSet ota: %w", err)
-	}
-	pods, err := watchPods(ctx, client, upgradeNamespace, "app=ota")
+	pods, err := deploy(ctx, client, upgradeNamespace, ds, nodes)
 	if err != nil {
 		return f, err
 	}
 	defer pods.close()
-	nodes := []string{agentNode}
-	if err := waitUpToDate(ctx, pods, image(0), nodes); err != nil {
-		return f, err
-	}
 	ctrl, err := s.startController(ctx, "ota-controller-upgrade")
 	if err != nil {
 		return f, err

@@ -72,6 +72,26 @@ func daemonSet(name, strategy string, nodeSelector map[string]string) *appsv1.Da
 	return ds
 }
 
+// deploy creates namespace ns with the DaemonSet in it, watches its pods and
+// waits until each of nodes runs one Ready pod of it.
+func deploy(ctx context.Context, client kubernetes.Interface, ns string, ds *appsv1.DaemonSet, nodes []string) (*view[*corev1.Pod], error) {
+	if err := createNamespace(ctx, client, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	if _, err := client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating DaemonSet %s/%s: %w", ns, ds.Name, err)
+	}
+	pods, err := watchPods(ctx, client, ns, "app="+ds.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitUpToDate(ctx, pods, image(0), nodes); err != nil {
+		pods.close()
+		return nil, err
+	}
+	return pods, nil
+}
+
 // setImage changes the DaemonSet's container image, as `kubectl set image`.
 func setImage(ctx context.Context, client kubernetes.Interface, ns, name, img string) error {
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
