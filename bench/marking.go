@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,7 +34,8 @@ const (
 // marking is one timed write of PodNeedUpgrade onto every pod.
 type marking struct {
 	wall     time.Duration
-	requests apiRequests // the API server's counts during the run
+	revision time.Duration // controller runs: until the native controller's new ControllerRevision is seen
+	requests apiRequests   // the API server's counts during the run
 	cpu      time.Duration
 }
 
@@ -54,12 +59,17 @@ func benchMarking(ctx context.Context, s *session) (markingFigures, error) {
 		return f, err
 	}
 	defer pods.close()
+	revisions, err := watchRevisions(ctx, client, markingNamespace)
+	if err != nil {
+		return f, err
+	}
+	defer revisions.close()
 	writer, err := ceilingClient(s)
 	if err != nil {
 		return f, err
 	}
 	for i := 1; i <= s.p.pairs; i++ {
-		a, written, rss, err := markByController(ctx, s, pods, i)
+		a, written, rss, err := markByController(ctx, s, pods, revisions, i)
 		if err != nil {
 			return f, err
 		}
@@ -78,8 +88,10 @@ func benchMarking(ctx context.Context, s *session) (markingFigures, error) {
 // markByController starts a controller, waits until it has given every pod
 // its own PodNeedUpgrade (undoing the ceiling's), changes the image and
 // times the marking; it returns the run, the conditions the controller
-// counted writing during it, and the controller's peak memory.
-func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], i int) (marking, float64, int64, error) {
+// counted writing during it, and the controller's peak memory. It also times
+// the native controller's part: ota-controller marks pods against the newest
+// ControllerRevision, which kube-controller-manager creates after the change.
+func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], revisions *view[*appsv1.ControllerRevision], i int) (marking, float64, int64, error) {
 	ctrl, err := s.startController(ctx, fmt.Sprintf("ota-controller-marking-%d", i))
 	if err != nil {
 		return marking{}, 0, 0, err
@@ -103,14 +115,28 @@ func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], 
 	if err != nil {
 		return marking{}, 0, 0, errors.Join(err, s.stopChild(ctrl))
 	}
+	known := newestRevision(revisions.snapshot())
+	var revisionAt time.Time
+	var revisionErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		revisionErr = revisions.until(ctx, settleTimeout, "a new ControllerRevision", func(now time.Time, items map[string]*appsv1.ControllerRevision) bool {
+			revisionAt = now
+			return newestRevision(items) > known
+		})
+	})
+	var start time.Time
 	m, cpu, err := measureCPU(ctrl, func() (marking, error) {
 		return timeMarking(ctx, s, pods, func() error {
+			start = time.Now()
 			return setImage(ctx, s.cluster.Client, markingNamespace, "ota", image(i))
 		}, func(key string, c *corev1.PodCondition) bool {
 			return c.Status == corev1.ConditionTrue && c.Message != before[key]
 		})
 	})
-	m.cpu = cpu
+	wg.Wait()
+	err = errors.Join(err, revisionErr)
+	m.cpu, m.revision = cpu, revisionAt.Sub(start)
 	var written float64
 	var rss int64
 	if err == nil {
@@ -121,6 +147,15 @@ func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], 
 		rss, err = ctrl.peakRSS()
 	}
 	return m, written, rss, errors.Join(err, s.stopChild(ctrl))
+}
+
+// newestRevision is the highest .revision among the ControllerRevisions.
+func newestRevision(revisions map[string]*appsv1.ControllerRevision) int64 {
+	var newest int64
+	for _, r := range revisions {
+		newest = max(newest, r.Revision)
+	}
+	return newest
 }
 
 // conditionsWritten is the controller's count of PodNeedUpgrade writes.
@@ -155,13 +190,7 @@ func markByCeiling(ctx context.Context, s *session, writer kubernetes.Interface,
 	if _, err := writer.Discovery().ServerVersion(); err != nil { // connect before timing
 		return marking{}, fmt.Errorf("connecting the ceiling's client: %w", err)
 	}
-	var targets []*corev1.Pod
-	_ = pods.until(ctx, settleTimeout, "a snapshot", func(_ time.Time, items map[string]*corev1.Pod) bool {
-		for _, p := range items {
-			targets = append(targets, p)
-		}
-		return true
-	})
+	targets := slices.Collect(maps.Values(pods.snapshot()))
 	want := corev1.PodCondition{
 		Type: podcondition.NeedUpgrade, Status: corev1.ConditionTrue,
 		Reason: "BenchCeiling", Message: fmt.Sprint(ceilingMessage, i),

@@ -94,6 +94,7 @@ func markingTable(p params, f markingFigures) table {
 			{fmt.Sprintf("wall time (median of %d)", len(ota)), seconds(median(ota)), seconds(median(ceiling)), times(r),
 				"≤ " + times(markingRatioTarget), verdict(r <= markingRatioTarget)},
 			{"wall time, absolute", seconds(median(ota)), "", "", fmt.Sprintf("≤ %.2f s (1.5 s at 500 pods)", absTarget), verdict(median(ota).Seconds() <= absTarget)},
+			{"… of which the native controller's new ControllerRevision (median)", seconds(median(mapRuns(f.ota, func(m marking) time.Duration { return m.revision }))), "", "", "", ""},
 			{"PATCH pods/status per pod (API server)", perPod(f.ota, patches), perPod(f.ceiling, patches), "", "", ""},
 			{"API requests per pod, all clients (API server)", perPod(f.ota, total), perPod(f.ceiling, total), "", "", ""},
 			{"409 Conflict answers, worst run", fmt.Sprint(conflicts(f.ota)), fmt.Sprint(conflicts(f.ceiling)), "",

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -33,6 +35,12 @@ func watchPods(ctx context.Context, client kubernetes.Interface, ns, selector st
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	return newView[*corev1.Pod](ctx, factory, factory.Core().V1().Pods().Informer())
+}
+
+// watchRevisions mirrors the ControllerRevisions of namespace ns.
+func watchRevisions(ctx context.Context, client kubernetes.Interface, ns string) (*view[*appsv1.ControllerRevision], error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	return newView[*appsv1.ControllerRevision](ctx, factory, factory.Apps().V1().ControllerRevisions().Informer())
 }
 
 // watchNodes mirrors the cluster's nodes.
@@ -89,6 +97,13 @@ func (v *view[T]) notify() {
 
 // close stops the informer.
 func (v *view[T]) close() { v.stop() }
+
+// snapshot copies the items.
+func (v *view[T]) snapshot() map[string]T {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return maps.Clone(v.items)
+}
 
 // until evaluates done on every change and every sampleInterval, holding the
 // view's lock (done must not keep the map), until it returns true or timeout
