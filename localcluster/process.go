@@ -14,7 +14,7 @@ import (
 const stopGrace = 10 * time.Second
 
 // Process is one of edgeota's binaries run as a child process in a process
-// group of its own, its output appended to a log file, so that it can be
+// group of its own, its output written to a log file, so that it can be
 // stopped with everything it started and its log read after a failure.
 type Process struct {
 	// Name names the process in errors.
@@ -28,12 +28,12 @@ type Process struct {
 }
 
 // StartProcess starts argv[0] with the remaining arguments, logging to
-// logPath (created with its directory).
+// logPath (created with its directory, or truncated: one run, one log).
 func StartProcess(name, logPath string, argv ...string) (*Process, error) {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}

@@ -80,6 +80,9 @@ func run(ctx context.Context, opts options) error {
 
 // up starts everything and prints the guide.
 func (s *session) up(ctx context.Context, opts options) error {
+	if err := portFree(s.agentAddr); err != nil {
+		return err
+	}
 	logs := filepath.Join(s.workDir, "logs")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", logs, err)
@@ -188,6 +191,16 @@ func (s *session) down() error {
 		errs = append(errs, s.clusterLog.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// portFree fails, saying what to do, if something already listens on addr:
+// another agent answering there would make the guide's commands lie.
+func portFree(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("the node agent's address %s is taken by another process (see `ss -ltnp`); stop it, or run bin/edgeota-run -agent-port N: %w", addr, err)
+	}
+	return l.Close()
 }
 
 func step(format string, args ...any) {
