@@ -116,8 +116,8 @@ func TestAuthorizesByGroup(t *testing.T) {
 	f := newFixture(t, fixtureOptions{auth: Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
 	callers := []struct {
 		name, token string
-		allowed     access      // the most this caller may do
-		refusal     codes.Code  // what it gets beyond that
+		allowed     access     // the most this caller may do
+		refusal     codes.Code // what it gets beyond that
 		refusalHTTP int
 	}{
 		{name: "no credentials", token: "", allowed: accessOpen, refusal: codes.Unauthenticated, refusalHTTP: 401},

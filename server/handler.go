@@ -55,6 +55,7 @@ func NewHandler(ctx context.Context, svc *Server, auth Authenticator) (*Handler,
 		svc:  svc,
 		auth: auth,
 		grpc: grpc.NewServer(
+			grpc.ForceServerCodecV2(newListCodec()),
 			grpc.ChainUnaryInterceptor(recoverUnary, auth.unaryInterceptor),
 			grpc.ChainStreamInterceptor(recoverStream, auth.streamInterceptor)),
 		health: health.NewServer(),

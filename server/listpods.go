@@ -22,6 +22,31 @@ func (s *Server) ListPods(ctx context.Context, _ *edgeotav1.ListPodsRequest) (*e
 		return nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet")
 	}
 	setSyncedAt(ctx, s.lastContact())
+	generation := s.generation()
+	if last := s.lastList.Load(); last != nil && last.generation == generation {
+		return last.resp, nil
+	}
+	resp, err := s.listCached()
+	if err != nil {
+		return nil, err
+	}
+	s.lastList.Store(&podList{generation: generation, resp: resp})
+	return resp, nil
+}
+
+// podList is a ListPods answer and the cache generation it was built from.
+// Callers share it, so nothing may modify it: a node's pods change seldom
+// and are polled often, and rebuilding (and encoding, see plainMarshaler) the
+// whole list on every call is most of ListPods' cost.
+type podList struct {
+	generation uint64
+	resp       *edgeotav1.ListPodsResponse
+}
+
+// listCached builds the PodList of the node's cached pods. The generation is
+// read before the cache, so a change that lands meanwhile shows up as a newer
+// generation on the next call.
+func (s *Server) listCached() (*edgeotav1.ListPodsResponse, error) {
 	pods, err := s.lister.List(labels.Everything())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "listing cached pods: %v", err)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,11 +16,14 @@ import (
 )
 
 // PodCache is the agent's view of the pods bound to its node: an informer
-// restricted to the node, and the time it last heard from the API server, so
-// that ListPods can say how fresh its answer is while the node is cut off.
+// restricted to the node, the time it last heard from the API server, so that
+// ListPods can say how fresh its answer is while the node is cut off, and a
+// generation that changes with its content, so that ListPods rebuilds its
+// answer only when there is something new.
 type PodCache struct {
-	informer cache.SharedIndexInformer
-	contact  *contactClock
+	informer   cache.SharedIndexInformer
+	contact    *contactClock
+	generation *atomic.Uint64
 }
 
 // NewPodCache returns a cache of the pods bound to nodeName (field selector
@@ -50,9 +54,14 @@ func NewPodCache(client kubernetes.Interface, nodeName string) *PodCache {
 	}
 	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{},
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
-	// Only fails once the informer has started.
+	// Neither fails before the informer has started.
 	_ = informer.SetTransform(dropManagedFields)
-	return &PodCache{informer: informer, contact: contact}
+	generation := new(atomic.Uint64)
+	changed := func(any) { generation.Add(1) }
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: changed, DeleteFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) },
+	})
+	return &PodCache{informer: informer, contact: contact, generation: generation}
 }
 
 // Run fills the cache and keeps it current until ctx is done.

@@ -58,7 +58,7 @@ type sentence interface{ GetMessage() string }
 // plainMarshaler writes sentences as newline-terminated text/plain, as
 // OpenYurt's agent did; anything else (the PodList of GET /pods) stays JSON.
 type plainMarshaler struct {
-	runtime.Marshaler
+	listMarshaler
 }
 
 // ContentType is text/plain for sentences and the JSON marshaler's otherwise.
@@ -66,7 +66,7 @@ func (m plainMarshaler) ContentType(v any) string {
 	if _, ok := v.(sentence); ok {
 		return contentTypeText
 	}
-	return m.Marshaler.ContentType(v)
+	return m.listMarshaler.ContentType(v)
 }
 
 // Marshal writes a sentence as one line of text and anything else as JSON.
@@ -74,7 +74,7 @@ func (m plainMarshaler) Marshal(v any) ([]byte, error) {
 	if s, ok := v.(sentence); ok {
 		return []byte(oneLine(s.GetMessage()) + "\n"), nil
 	}
-	return m.Marshaler.Marshal(v)
+	return m.listMarshaler.Marshal(v)
 }
 
 // newGateway returns the REST side of the contract: grpc-gateway configured
@@ -85,10 +85,11 @@ func (m plainMarshaler) Marshal(v any) ([]byte, error) {
 // the freshness header under its own name (see SyncedAtHeader).
 func newGateway() *runtime.ServeMux {
 	jsonMarshaler := &runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true}}
+	lists := listMarshaler{jsonMarshaler, &encodingMemo[[]byte]{}}
 	return runtime.NewServeMux(
-		runtime.WithMarshalerOption(mimeJSON, jsonMarshaler),
-		runtime.WithMarshalerOption(mimeText, plainMarshaler{jsonMarshaler}),
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, plainMarshaler{jsonMarshaler}),
+		runtime.WithMarshalerOption(mimeJSON, lists),
+		runtime.WithMarshalerOption(mimeText, plainMarshaler{lists}),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, plainMarshaler{lists}),
 		runtime.WithErrorHandler(writeError),
 		runtime.WithRoutingErrorHandler(writeRoutingError),
 		runtime.WithUnescapingMode(runtime.UnescapingModeAllExceptReserved),

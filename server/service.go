@@ -1,6 +1,7 @@
 package server
 
 import (
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -30,7 +31,12 @@ type Server struct {
 	lister      corelisters.PodLister
 	synced      cache.InformerSynced
 	lastContact func() time.Time
+	generation  func() uint64
 	apiTimeout  time.Duration
+
+	// lastList is the most recent ListPods answer, reused while the cache's
+	// generation stays the same.
+	lastList atomic.Pointer[podList]
 }
 
 // New returns a Server for nodeName that reads pods from pods (see
@@ -46,6 +52,7 @@ func New(nodeName string, client kubernetes.Interface, pods *PodCache, apiTimeou
 		lister:      corelisters.NewPodLister(pods.informer.GetIndexer()),
 		synced:      pods.HasSynced,
 		lastContact: pods.contact.last,
+		generation:  pods.generation.Load,
 		apiTimeout:  apiTimeout,
 	}
 }
