@@ -219,9 +219,11 @@ func (c *Cluster) kwokctl(ctx context.Context, args ...string) error {
 }
 
 // Kubectl runs bin/kubectl against the cluster as admin and returns its
-// standard output; its standard error is part of the error.
+// standard output; its standard error is part of the error. Its discovery
+// cache is KubectlCacheDir, not ~/.kube/cache.
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, c.Tools.Path("kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, c.Tools.Path("kubectl"),
+		append([]string{"--kubeconfig", c.Kubeconfig, "--cache-dir", c.KubectlCacheDir()}, args...)...)
 	var stderr limitedBuffer
 	cmd.Stderr = io.MultiWriter(&stderr, c.log)
 	out, err := cmd.Output()
@@ -235,6 +237,12 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
 // logs, PID files, PKI and the recorded component commands.
 func (c *Cluster) WorkDir() string {
 	return filepath.Join(c.workDir, "clusters", c.Name)
+}
+
+// KubectlCacheDir is where kubectl should keep its discovery cache for this
+// cluster (flag --cache-dir): in the checkout, and deleted with the cluster.
+func (c *Cluster) KubectlCacheDir() string {
+	return filepath.Join(c.WorkDir(), "kubectl-cache")
 }
 
 // CAFile is the certificate authority that signed the API server's

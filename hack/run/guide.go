@@ -12,7 +12,8 @@ import (
 // using the binaries in bin/ and the cluster's own kubeconfig.
 func printGuide(w io.Writer, s *session, examples []example) {
 	kubeconfig, _ := filepath.Rel(s.root, s.cluster.Kubeconfig)
-	kubectl := "bin/kubectl --kubeconfig " + kubeconfig
+	cacheDir, _ := filepath.Rel(s.root, s.cluster.KubectlCacheDir())
+	kubectl := "bin/kubectl --kubeconfig " + kubeconfig + " --cache-dir " + cacheDir
 	agent := "http://" + s.agentAddr
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 
