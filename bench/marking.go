@@ -34,6 +34,7 @@ const (
 // marking is one timed write of PodNeedUpgrade onto every pod.
 type marking struct {
 	wall     time.Duration
+	first    time.Duration // until the first pod is seen marked: reaction, not throughput
 	revision time.Duration // controller runs: until the native controller's new ControllerRevision is seen
 	requests apiRequests   // the API server's counts during the run
 	cpu      time.Duration
@@ -219,13 +220,17 @@ func timeMarking(ctx context.Context, s *session, pods *view[*corev1.Pod], start
 		return m, err
 	}
 	err = pods.until(ctx, settleTimeout, "PodNeedUpgrade on every pod", func(now time.Time, items map[string]*corev1.Pod) bool {
+		done := 0
 		for key, p := range items {
-			if c := podcondition.Get(&p.Status, podcondition.NeedUpgrade); c == nil || !marked(key, c) {
-				return false
+			if c := podcondition.Get(&p.Status, podcondition.NeedUpgrade); c != nil && marked(key, c) {
+				done++
 			}
 		}
+		if done > 0 && m.first == 0 {
+			m.first = now.Sub(t0)
+		}
 		m.wall = now.Sub(t0)
-		return len(items) == s.p.nodes
+		return done == s.p.nodes
 	})
 	if err != nil {
 		return m, err

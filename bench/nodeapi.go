@@ -43,6 +43,7 @@ type nodeAPIFigures struct {
 	levels         []nodeAPILevel
 	bodyBytes      int
 	idleRSS        int64 // after its cache synced, before the load
+	idleAnon       int64 // of which anonymous memory (heap, stacks); the rest is file-backed (the binary's pages)
 	peakRSS        int64 // after the load
 	ceilingPeakRSS int64
 	binarySize     int64
@@ -77,6 +78,9 @@ func benchNodeAPI(ctx context.Context, s *session, agent *child) (nodeAPIFigures
 	}
 	f.bodyBytes = len(body)
 	if f.idleRSS, err = agent.rss(); err != nil {
+		return f, err
+	}
+	if f.idleAnon, err = agent.memory("RssAnon:"); err != nil {
 		return f, err
 	}
 	ceiling, err := startCeiling(ctx, s, agent, body)

@@ -23,6 +23,9 @@ type params struct {
 	// ceiling's client uses too.
 	qps   float64
 	burst int
+	// verbosity is the measured controllers' klog -v (BENCH_CONTROLLER_V), to
+	// see in .cache/bench/ what a controller did when; 0 for figures.
+	verbosity int
 }
 
 func loadParams() (params, error) {
@@ -37,6 +40,7 @@ func loadParams() (params, error) {
 		{"BENCH_SECONDS", &seconds, 5, 1},
 		{"BENCH_PAIRS", &p.pairs, 3, 1},
 		{"BENCH_UPGRADES", &p.upgrades, 20, 2},
+		{"BENCH_CONTROLLER_V", &p.verbosity, 0, 0},
 	} {
 		*v.dst = v.def
 		s := os.Getenv(v.name)

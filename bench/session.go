@@ -107,7 +107,7 @@ func (s *session) startController(ctx context.Context, name string) (*child, err
 	c, err := s.start(name, func(host, port string) []string {
 		return []string{"--metrics-bind-address", net.JoinHostPort(host, port)}
 	}, s.cluster.Tools.Path("ota-controller"), "--kubeconfig", s.cluster.Kubeconfig, "--leader-elect=false",
-		"--health-probe-bind-address", "0",
+		"--health-probe-bind-address", "0", fmt.Sprintf("-v=%d", s.p.verbosity),
 		"--kube-api-qps", fmt.Sprint(s.p.qps), "--kube-api-burst", fmt.Sprint(s.p.burst))
 	if err != nil {
 		return nil, err
