@@ -95,7 +95,10 @@ func run(ctx context.Context) (err error) {
 	if err := os.WriteFile(path, []byte(report.String()), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	progress("wrote %s", resultsFile)
+	if err := updateReadme(filepath.Join(s.root, readmeFile), report.String()); err != nil {
+		return err
+	}
+	progress("wrote %s and the table in %s", resultsFile, readmeFile)
 	return nil
 }
 

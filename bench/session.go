@@ -41,6 +41,12 @@ func newSession(ctx context.Context, p params) (*session, error) {
 		return nil, err
 	}
 	s := &session{p: p, root: root, logDir: filepath.Join(root, ".cache", "bench")}
+	if err := os.MkdirAll(filepath.Dir(s.logDir), 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", filepath.Dir(s.logDir), err)
+	}
+	if err := lockRun(s.logDir + ".lock"); err != nil {
+		return nil, err
+	}
 	if err := os.RemoveAll(s.logDir); err != nil {
 		return nil, fmt.Errorf("clearing %s: %w", s.logDir, err)
 	}

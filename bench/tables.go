@@ -159,6 +159,8 @@ func upgradeTable(f upgradeFigures) table {
 		rows: []row{
 			{fmt.Sprintf("p50 (%d upgrades each)", len(a)), millis(percentile(a, 0.5)), millis(percentile(d, 0.5)), times(ratio(percentile(a, 0.5), percentile(d, 0.5))), "", ""},
 			{"p99", millis(percentile(a, 0.99)), millis(percentile(d, 0.99)), times(ratio(percentile(a, 0.99), percentile(d, 0.99))), "", ""},
+			{"controller CPU, whole scenario (marking every upgrade)", seconds(f.cpu), "", "", "", ""},
+			{"controller peak RSS (VmHWM)", mib(f.peakRSS), "", "", "≤ 50 MiB (at 500 nodes)", verdict(f.peakRSS <= controllerRSSTarget)},
 		},
 		notes: []string{
 			"edgeota: POST /openyurt.io/v1/namespaces/{ns}/pods/{name}/upgrade to the agent; baseline: the bench deletes the pod itself (one API DELETE with a UID precondition), alternating. Deletion seen = the first watch event with deletionTimestamp set (or the pod gone).",

@@ -31,6 +31,8 @@ type upgradeFigures struct {
 	agent   []time.Duration // POST .../upgrade to the agent
 	direct  []time.Duration // baseline: the bench deletes the pod itself
 	retries int             // agent refusals retried (cache lag)
+	cpu     time.Duration   // the scenario's controller, its whole life
+	peakRSS int64
 }
 
 // benchUpgrade alternates upgrades through the agent with direct deletes of
@@ -86,6 +88,12 @@ func benchUpgrade(ctx context.Context, s *session, agent *child) (upgradeFigures
 		if err := waitUpToDate(ctx, pods, img, nodes); err != nil {
 			return f, err
 		}
+	}
+	if f.cpu, err = ctrl.cpu(); err != nil {
+		return f, err
+	}
+	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
+		return f, err
 	}
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, upgradeNamespace))
 }
