@@ -216,9 +216,8 @@ func timeMarking(ctx context.Context, s *session, pods *view[*corev1.Pod], start
 		return m, err
 	}
 	t0 := time.Now()
-	if err := start(); err != nil {
-		return m, err
-	}
+	started := make(chan error, 1)
+	go func() { started <- start() }() // the watch times the first marks meanwhile
 	err = pods.until(ctx, settleTimeout, "PodNeedUpgrade on every pod", func(now time.Time, items map[string]*corev1.Pod) bool {
 		done := 0
 		for key, p := range items {
@@ -232,7 +231,7 @@ func timeMarking(ctx context.Context, s *session, pods *view[*corev1.Pod], start
 		m.wall = now.Sub(t0)
 		return done == s.p.nodes
 	})
-	if err != nil {
+	if err = errors.Join(err, <-started); err != nil {
 		return m, err
 	}
 	after, err := scrapeAPIServer(ctx, s.cluster.Client)

@@ -26,6 +26,9 @@ type params struct {
 	// verbosity is the measured controllers' klog -v (BENCH_CONTROLLER_V), to
 	// see in .cache/bench/ what a controller did when; 0 for figures.
 	verbosity int
+	// controllerBin replaces bin/ota-controller (BENCH_CONTROLLER_BIN), to
+	// measure a candidate build of the controller against the same baselines.
+	controllerBin string
 }
 
 func loadParams() (params, error) {
@@ -54,6 +57,7 @@ func loadParams() (params, error) {
 		*v.dst = n
 	}
 	p.loadTime = time.Duration(seconds) * time.Second
+	p.controllerBin = os.Getenv("BENCH_CONTROLLER_BIN")
 	return p, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -112,7 +113,7 @@ func (s *session) start(name string, addrArgs func(host, port string) []string, 
 func (s *session) startController(ctx context.Context, name string) (*child, error) {
 	c, err := s.start(name, func(host, port string) []string {
 		return []string{"--metrics-bind-address", net.JoinHostPort(host, port)}
-	}, s.cluster.Tools.Path("ota-controller"), "--kubeconfig", s.cluster.Kubeconfig, "--leader-elect=false",
+	}, cmp.Or(s.p.controllerBin, s.cluster.Tools.Path("ota-controller")), "--kubeconfig", s.cluster.Kubeconfig, "--leader-elect=false",
 		"--health-probe-bind-address", "0", fmt.Sprintf("-v=%d", s.p.verbosity),
 		"--kube-api-qps", fmt.Sprint(s.p.qps), "--kube-api-burst", fmt.Sprint(s.p.burst))
 	if err != nil {
