@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -171,12 +172,21 @@ type response struct {
 }
 
 // do sends one REST request with the given Accept header ("" sends none) and
-// extra headers as key, value pairs.
+// extra headers as key, value pairs, and fails the test if it gets no answer.
 func (f *fixture) do(method, path, accept string, headers ...string) response {
 	f.t.Helper()
+	resp, err := f.send(method, path, accept, headers...)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp
+}
+
+// send is do for any goroutine: it returns the error instead.
+func (f *fixture) send(method, path, accept string, headers ...string) (response, error) {
 	req, err := http.NewRequest(method, f.base+path, nil)
 	if err != nil {
-		f.t.Fatalf("NewRequest %s %s: %v", method, path, err)
+		return response{}, err
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -186,14 +196,14 @@ func (f *fixture) do(method, path, accept string, headers ...string) response {
 	}
 	resp, err := f.http.Do(req)
 	if err != nil {
-		f.t.Fatalf("%s %s: %v", method, path, err)
+		return response{}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		f.t.Fatalf("reading %s %s: %v", method, path, err)
+		return response{}, fmt.Errorf("reading the answer: %w", err)
 	}
-	return response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), header: resp.Header, body: string(body)}
+	return response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), header: resp.Header, body: string(body)}, nil
 }
 
 // podOption adjusts a test pod.

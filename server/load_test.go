@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -61,8 +60,9 @@ func TestLoadListPodsFrom256Clients(t *testing.T) {
 					return
 				}
 				if n%2 == 0 {
-					if err := restList(ctx, f, wantREST); err != nil {
-						fail("GET /pods: %v", err)
+					resp, err := f.send(http.MethodGet, "/pods", "")
+					if err != nil || resp.status != http.StatusOK || len(resp.body) != wantREST {
+						fail("GET /pods: got %d with %d bytes, %v; want 200 with %d bytes", resp.status, len(resp.body), err, wantREST)
 					}
 					continue
 				}
@@ -78,26 +78,6 @@ func TestLoadListPodsFrom256Clients(t *testing.T) {
 	if n := failures.Load(); n != 0 {
 		t.Errorf("got %d failed calls of %d, want none", n, 2*loadCalls)
 	}
-}
-
-func restList(ctx context.Context, f *fixture, wantLen int) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+"/pods", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := f.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || len(body) != wantLen {
-		return fmt.Errorf("got %d with %d bytes, want 200 with %d", resp.StatusCode, len(body), wantLen)
-	}
-	return nil
 }
 
 // rawCodec sends requests as protobuf and keeps responses as bytes: the load
