@@ -1,0 +1,143 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/edgeota/edgeota/localcluster"
+)
+
+// controllerProcess is a bin/ota-controller that the scenario may kill:
+// unlike startController's, its death is part of the plot, not a failure.
+// Its metrics are served on a loopback port of its own, so that each
+// replica's counters can be read apart.
+type controllerProcess struct {
+	*localcluster.Process
+	metricsAddr string // host:port
+	killed      bool
+}
+
+// startKillableController runs bin/ota-controller with the kubeconfig and
+// extra flags, waits until it serves its metrics, and stops it when the test
+// ends unless the test killed it.
+func (e *env) startKillableController(name, kubeconfig string, extra ...string) *controllerProcess {
+	e.t.Helper()
+	c := &controllerProcess{metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(e)))}
+	argv := append([]string{e.cluster.Tools.Path("ota-controller"), "--kubeconfig", kubeconfig,
+		"--metrics-bind-address", c.metricsAddr, "--health-probe-bind-address", "0"}, extra...)
+	p, err := localcluster.StartProcess(name, filepath.Join(e.logDir, name+".log"), argv...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.Process = p
+	e.t.Cleanup(func() {
+		if c.killed {
+			return
+		}
+		select {
+		case <-p.Done():
+			e.t.Errorf("%s exited during the test: %v; see %s", name, p.Err(), p.LogPath)
+		default:
+		}
+		if err := p.Stop(); err != nil {
+			e.t.Error(err)
+		}
+	})
+	if err := p.WaitReady(e.t.Context(), "http://"+c.metricsAddr+"/metrics", waitTimeout); err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// kill sends SIGKILL to the controller's process group, as an OOM kill or a
+// node crash would: no Lease release, no draining of in-flight work.
+func (e *env) kill(c *controllerProcess) {
+	e.t.Helper()
+	if err := syscall.Kill(-c.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		e.t.Fatalf("killing %s: %v", c.Name, err)
+	}
+	<-c.Done()
+	c.killed = true
+}
+
+// expectAlive fails the test if the controller has exited.
+func (e *env) expectAlive(c *controllerProcess) {
+	e.t.Helper()
+	select {
+	case <-c.Done():
+		e.t.Fatalf("%s exited: %v; see %s", c.Name, c.Err(), c.LogPath)
+	default:
+	}
+}
+
+// metric scrapes the controller's /metrics and sums the samples of the
+// series name (every label set): 0 when it has none, as for a counter never
+// incremented.
+func (c *controllerProcess) metric(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	code, body, err := do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scraping %s: %w", c.Name, err)
+	}
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("scraping %s: %d %s", c.Name, code, body)
+	}
+	var sum float64
+	for line := range strings.Lines(body) {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (!strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "{")) {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		if len(fields) == 0 {
+			return 0, fmt.Errorf("scraping %s: no value in %q", c.Name, line)
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("scraping %s: %q: %w", c.Name, line, err)
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// mustMetric is metric, failing the test on error.
+func (e *env) mustMetric(c *controllerProcess, name string) float64 {
+	e.t.Helper()
+	v, err := c.metric(e.ctx(), name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v
+}
+
+// startedLeading reports whether the controller's log says it started
+// leading as identity (its Lease holderIdentity, hostname_uuid).
+func (c *controllerProcess) startedLeading(identity string) (bool, error) {
+	f, err := os.Open(c.LogPath)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	quoted := strconv.Quote(identity)
+	for s := bufio.NewScanner(f); s.Scan(); {
+		if line := s.Text(); strings.Contains(line, `"Started leading"`) && strings.Contains(line, quoted) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
