@@ -2,12 +2,31 @@
 // pods of one node, over gRPC and over REST (grpc-gateway) on a single port.
 //
 // Where each behaviour lives:
-//   - service.go: the Server type and the cache it reads.
-//   - listpods.go, convert.go: ListPods and the v1.Pod → PodList mapping.
+//   - service.go: the Server type.
+//   - podcache.go: the node's pod cache, and when it last heard from the API
+//     server; freshness.go: that time as the ListPods header
+//     x-edgeota-synced-at / X-Edgeota-Synced-At.
+//   - listpods.go, convert.go: ListPods and the v1.Pod → PodList mapping;
+//     encoding.go: the last PodList's JSON and protobuf encodings, reused
+//     while the cache is unchanged.
 //   - upgrade.go: Upgrade and ImagePull, and the checks they share.
 //   - validate.go: namespace and name validation of path parameters.
 //   - errors.go: gRPC codes, HTTP statuses and API-server error mapping.
 //   - rest.go: content negotiation, plain-text bodies and the error handler
 //     that keep OpenYurt's and ACK Edge's curl scripts working.
-//   - handler.go, serve.go: one port for gRPC, REST and health; shutdown.
+//   - auth.go: who calls (bearer token or client certificate) and what each
+//     group may do, for both protocols; tokenfile.go: kube-apiserver's static
+//     token file format; tls.go: the serving and client-CA TLS configuration.
+//   - audit.go: one audit line per ImagePull and Upgrade, REST or gRPC.
+//   - recover.go: a panic answers 500 / Internal instead of killing the agent.
+//   - handler.go, serve.go: one port for gRPC, REST and health; request
+//     limits and timeouts; graceful shutdown.
+//
+// Fuzz targets: FuzzValidatePodRef, FuzzREST (any request through the whole
+// handler) and FuzzGRPCActions (any namespace and name into Upgrade and
+// ImagePull over gRPC). Their seeds run with every go test; a longer search is
+//
+//	go test -run '^$' -fuzz '^FuzzREST$' -fuzztime 5m ./server
+//
+// and likewise for the other two (one target per run).
 package server

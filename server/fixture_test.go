@@ -38,13 +38,14 @@ const (
 // fixture runs a real agent on a loopback port: the pod cache is fed by a
 // fake clientset, and callers reach it with net/http and a grpc-go client.
 type fixture struct {
-	t      testing.TB
-	client *fake.Clientset
-	svc    *Server
-	base   string
-	addr   string
-	rpc    edgeotav1.OTAServiceClient
-	http   *http.Client
+	t       testing.TB
+	client  *fake.Clientset
+	svc     *Server
+	handler *Handler
+	base    string
+	addr    string
+	rpc     edgeotav1.OTAServiceClient
+	http    *http.Client
 	// stop ends Serve's context and returns what Serve returned.
 	stop func() error
 }
@@ -159,7 +160,8 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 			Timeout:       30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		stop: stop,
+		handler: h,
+		stop:    stop,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,5 +155,59 @@ func TestListPodsBeforeSyncIsUnavailable(t *testing.T) {
 	_, err := f.rpc.ListPods(context.Background(), &edgeotav1.ListPodsRequest{})
 	if got := status.Code(err); got != codes.Unavailable {
 		t.Errorf("got %v (%v), want Unavailable", got, err)
+	}
+}
+
+// TestListPodsFollowsTheCache changes the node's pods and wants both
+// protocols to show each change: the answer (and its encodings) are reused
+// only while the cache stays the same.
+func TestListPodsFollowsTheCache(t *testing.T) {
+	f := newFixture(t, fixtureOptions{}, dsPod("p"))
+	pods := f.client.CoreV1().Pods("default")
+	ctx := context.Background()
+	steps := []struct {
+		name   string
+		change func() error
+		want   string // "name=image ..." of the listed pods
+	}{
+		{"unchanged", func() error { return nil }, "p=nginx:1.19.4"},
+		{"added", func() error { _, err := pods.Create(ctx, dsPod("q"), metav1.CreateOptions{}); return err }, "p=nginx:1.19.4 q=nginx:1.19.4"},
+		{"updated", func() error {
+			p := dsPod("p")
+			p.Spec.Containers[0].Image = "nginx:1.20"
+			_, err := pods.Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		}, "p=nginx:1.20 q=nginx:1.19.4"},
+		{"deleted", func() error { return pods.Delete(ctx, "q", metav1.DeleteOptions{}) }, "p=nginx:1.20"},
+	}
+	for _, step := range steps {
+		if err := step.change(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		var gotREST, gotGRPC string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			var list corev1.PodList
+			if err := json.Unmarshal([]byte(f.do(http.MethodGet, "/pods", "application/json").body), &list); err != nil {
+				t.Fatalf("%s: decoding GET /pods: %v", step.name, err)
+			}
+			var rest []string
+			for _, p := range list.Items {
+				rest = append(rest, p.Name+"="+p.Spec.Containers[0].Image)
+			}
+			resp, err := f.rpc.ListPods(ctx, &edgeotav1.ListPodsRequest{})
+			if err != nil {
+				t.Fatalf("%s: ListPods: %v", step.name, err)
+			}
+			var grpcPods []string
+			for _, p := range resp.GetItems() {
+				grpcPods = append(grpcPods, p.GetMetadata().GetName()+"="+p.GetSpec().GetContainers()[0].GetImage())
+			}
+			if gotREST, gotGRPC = strings.Join(rest, " "), strings.Join(grpcPods, " "); gotREST == step.want && gotGRPC == step.want {
+				break
+			}
+		}
+		if gotREST != step.want || gotGRPC != step.want {
+			t.Errorf("%s: got REST %q and gRPC %q, want %q", step.name, gotREST, gotGRPC, step.want)
+		}
 	}
 }
