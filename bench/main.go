@@ -30,6 +30,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted; the cluster and every child process are removed (%w)", err)
+		}
 		fmt.Fprintln(os.Stderr, "make bench:", err)
 		os.Exit(1)
 	}

@@ -87,7 +87,8 @@ func run(ctx context.Context) (err error) {
 	}
 	emit(upgradeTable(up))
 
-	footer := fmt.Sprintf("\nWhole run: %s; load average at the end %s. Logs of the measured processes: .cache/bench/.\n",
+	footer := fmt.Sprintf("\nWhole run: %s; load average at the end %s. Logs of the measured processes: .cache/bench/. "+
+		"What limits the missed figures: bench/README.md, \"What limits the figures\".\n",
 		time.Since(runStarted).Round(time.Second), loadAverage())
 	fmt.Print(footer)
 	report.WriteString(footer)
