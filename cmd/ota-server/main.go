@@ -1,6 +1,9 @@
 // Command ota-server is the edgeota node agent: it serves the OTA contract
 // (edgeota.v1.OTAService) for the pods of one node, over gRPC and REST on one
-// port, loopback only by default.
+// port, loopback only by default. TLS (--tls-cert-file, --tls-private-key-file),
+// client certificates (--client-ca-file) and bearer tokens (--token-auth-file)
+// lock it down; once either way of authenticating is on, group
+// edgeota:viewers may list and edgeota:upgraders may also act.
 package main
 
 import (
