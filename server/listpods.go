@@ -36,7 +36,7 @@ func (s *Server) ListPods(ctx context.Context, _ *edgeotav1.ListPodsRequest) (*e
 
 // podList is a ListPods answer and the cache generation it was built from.
 // Callers share it, so nothing may modify it: a node's pods change seldom
-// and are polled often, and rebuilding (and encoding, see plainMarshaler) the
+// and are polled often, and rebuilding (and encoding, see encodingMemo) the
 // whole list on every call is most of ListPods' cost.
 type podList struct {
 	generation uint64
