@@ -45,10 +45,8 @@ func (e *env) startKillableController(name, kubeconfig string, extra ...string) 
 		if c.killed {
 			return
 		}
-		select {
-		case <-p.Done():
-			e.t.Errorf("%s exited during the test: %v; see %s", name, p.Err(), p.LogPath)
-		default:
+		if err := c.exited(); err != nil {
+			e.t.Error(err)
 		}
 		if err := p.Stop(); err != nil {
 			e.t.Error(err)
@@ -74,10 +72,18 @@ func (e *env) kill(c *controllerProcess) {
 // expectAlive fails the test if the controller has exited.
 func (e *env) expectAlive(c *controllerProcess) {
 	e.t.Helper()
+	if err := c.exited(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// exited says how the controller exited, or nil while it runs.
+func (c *controllerProcess) exited() error {
 	select {
 	case <-c.Done():
-		e.t.Fatalf("%s exited: %v; see %s", c.Name, c.Err(), c.LogPath)
+		return fmt.Errorf("%s exited during the test: %v; see %s", c.Name, c.Err(), c.LogPath)
 	default:
+		return nil
 	}
 }
 
