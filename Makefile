@@ -8,7 +8,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build generate check lint breaking fresh fmt vet test test-unit test-e2e tools run bench clean
+.PHONY: all build generate check lint breaking fresh fmt vet test test-unit test-fuzz test-e2e tools run bench clean
 
 all: build
 
@@ -50,12 +50,21 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-## test: every check, the unit tests, then the end-to-end suite on the local cluster.
-test: check test-unit test-e2e
+## test: every check, the unit tests, a brief fuzz run, then the end-to-end suite on the local cluster.
+test: check test-unit test-fuzz test-e2e
 
 ## test-unit: unit tests only (no cluster needed).
 test-unit:
 	$(GO) test -race -count=1 ./...
+
+## test-fuzz: each fuzz target of the node agent for FUZZTIME (a longer run: FUZZTIME=5m).
+FUZZTIME ?= 30s
+FUZZ_TARGETS := FuzzValidatePodRef FuzzREST FuzzGRPCActions
+test-fuzz:
+	@for f in $(FUZZ_TARGETS); do \
+		echo "go test -run '^$$' -fuzz '^$$f$$' -fuzztime $(FUZZTIME) ./server"; \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./server || exit 1; \
+	done
 
 ## test-e2e: the end-to-end suite against the embedded local cluster.
 test-e2e: tools build
