@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"k8s.io/klog/v2"
+	"github.com/edgeota/edgeota/internal/command"
 )
 
 // defaultNamespace holds the Lease when $POD_NAMESPACE is not set.
@@ -46,22 +44,7 @@ func main() {
 	fs.StringVar(&opts.leaseNamespace, "leader-elect-namespace", namespace, "namespace of the Lease \""+leaseName+"\" (default $POD_NAMESPACE, else "+defaultNamespace+")")
 	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")
 	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
-	klog.InitFlags(fs)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background().WithName("ota-controller"))
-	if err := run(ctx, opts); err != nil {
-		klog.FromContext(ctx).Error(err, "ota-controller failed")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
+	command.Main(fs, func(ctx context.Context) error { return run(ctx, opts) })
 }
 
 func (o options) validate() error {
