@@ -31,7 +31,16 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 			awaiting = append(awaiting, node)
 		}
 	}
-	budget, err := maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], len(nodes)+len(awaiting))
+	// Nodes the DaemonSet should run on that show no pod and are not awaited
+	// either: their pod is being replaced (the new one not created yet, or not
+	// yet bound by the scheduler, so without a node) by a deletion this
+	// process does not remember, as after a restart or a leader handover.
+	// They are down all the same. The count rests on the DaemonSet's status,
+	// which lags by one of its controller's syncs at most; pods still running
+	// on nodes it no longer schedules to (a NotReady node's taint) offset it,
+	// so it can fall short, not over.
+	missing := max(int(ds.Status.DesiredNumberScheduled)-len(nodes)-len(awaiting), 0)
+	budget, err := maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], len(nodes)+len(awaiting)+missing)
 	if err != nil {
 		c.recorder.Event(ds, corev1.EventTypeWarning, ReasonInvalidMaxUnavailable, err.Error()+"; no pod is deleted until it is fixed")
 		return nil
@@ -42,6 +51,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	}
 
 	a := c.assess(ds, key, nodes, awaiting)
+	a.unavailable += missing
 	if a.recheck > 0 {
 		c.queue.AddAfter(key, a.recheck)
 	}
@@ -52,8 +62,8 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	if len(toDelete) > 0 {
 		verbosity = 2
 	}
-	logger.V(verbosity).Info("Rolling update", "nodes", len(nodes)+len(awaiting), "maxUnavailable", budget,
-		"unavailable", a.unavailable, "candidates", len(a.candidates), "deleting", len(toDelete))
+	logger.V(verbosity).Info("Rolling update", "nodes", len(nodes)+len(awaiting)+missing, "maxUnavailable", budget,
+		"unavailable", a.unavailable, "withoutPod", missing, "candidates", len(a.candidates), "deleting", len(toDelete))
 	return c.deletePods(ctx, ds, key, target, toDelete)
 }
 
