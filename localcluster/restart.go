@@ -15,75 +15,90 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// Bounds of RestartAPIServer. On SIGTERM kube-apiserver stops serving at
-// once but then lingers, here for over 30 s, before it exits; it is killed
-// after apiServerStopGrace so that the whole outage (its start takes 2-5 s on
-// a loaded 2-core machine) stays under the 10 s renew deadline of
-// kube-controller-manager's and kube-scheduler's leader election, past which
-// they exit and the cluster is left without its DaemonSet controller.
+// Bounds of StopComponent and RestartAPIServer. On SIGTERM kube-apiserver
+// stops serving at once but then lingers, here for over 30 s, before it
+// exits; components are killed after componentStopGrace so that an API
+// server outage (its start takes 2-5 s on a loaded 2-core machine) stays
+// under the 10 s renew deadline of kube-controller-manager's and
+// kube-scheduler's leader election, past which they exit and the cluster is
+// left without its DaemonSet controller.
 const (
-	apiServerStopGrace    = 500 * time.Millisecond
+	componentStopGrace    = 500 * time.Millisecond
 	apiServerReadyTimeout = 2 * time.Minute
 )
 
-// RestartAPIServer stops the cluster's kube-apiserver (SIGTERM, SIGKILL after
-// apiServerStopGrace), keeps it down for down, and starts it again as
-// kwokctl had: the same command line, environment and working directory,
-// output appended to the same log, in a session of its own, its PID written
-// where Delete looks for it. etcd and the other components keep running, as
-// in a rolling restart or upgrade of a control plane. It returns once the API
-// server is ready again, with how long it did not serve.
+// RestartAPIServer stops the cluster's kube-apiserver (see StopComponent),
+// keeps it down for down, and starts it again. etcd and the other components
+// keep running, as in a rolling restart or upgrade of a control plane. It
+// returns once the API server is ready again, with how long it did not serve.
 func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) (time.Duration, error) {
-	const component = "kube-apiserver"
-	pid, err := c.pid(component)
+	stopped := time.Now()
+	start, err := c.StopComponent(ctx, "kube-apiserver")
 	if err != nil {
 		return 0, err
-	}
-	argv, env, dir, err := commandOf(pid)
-	if err != nil {
-		return 0, fmt.Errorf("reading how %s was started: %w", component, err)
-	}
-	stopped := time.Now()
-	if err := stopPid(ctx, pid, apiServerStopGrace); err != nil {
-		return 0, fmt.Errorf("stopping %s: %w", component, err)
 	}
 	select {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	case <-time.After(down):
 	}
-
-	logFile, err := os.OpenFile(filepath.Join(c.WorkDir(), "logs", component+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	pid, err := start()
 	if err != nil {
-		return 0, fmt.Errorf("restarting %s: %w", component, err)
+		return 0, err
 	}
-	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir = env, dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Like kwokctl's components it outlives this process; Delete stops it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("restarting %s: %w", component, err)
-	}
-	go func() { _ = cmd.Wait() }() // reap it when Delete stops it
-	pidFile := filepath.Join(c.WorkDir(), "pids", component+".pid")
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		return 0, fmt.Errorf("recording the PID of the restarted %s: %w", component, err)
-	}
-
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, apiServerReadyTimeout, true, func(ctx context.Context) (bool, error) {
-		if err := pidAlive(cmd.Process.Pid); err != nil {
-			return false, fmt.Errorf("the restarted %s exited (see its log): %w", component, err)
+		if err := pidAlive(pid); err != nil {
+			return false, fmt.Errorf("the restarted kube-apiserver exited (see its log): %w", err)
 		}
 		_, last = c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return last == nil, nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("waiting for the restarted %s to be ready (last: %v): %w", component, last, err)
+		return 0, fmt.Errorf("waiting for the restarted kube-apiserver to be ready (last: %v): %w", last, err)
 	}
 	return time.Since(stopped), nil
+}
+
+// StopComponent stops one of Components (SIGTERM, SIGKILL after
+// componentStopGrace) and returns a function that starts it again as kwokctl
+// had: the same command line, environment and working directory, output
+// appended to the same log, in a session of its own, its PID written where
+// Delete looks for it. start returns the new PID; it does not wait for the
+// component to serve.
+func (c *Cluster) StopComponent(ctx context.Context, component string) (start func() (int, error), err error) {
+	pid, err := c.pid(component)
+	if err != nil {
+		return nil, err
+	}
+	argv, env, dir, err := commandOf(pid)
+	if err != nil {
+		return nil, fmt.Errorf("reading how %s was started: %w", component, err)
+	}
+	if err := stopPid(ctx, pid, componentStopGrace); err != nil {
+		return nil, fmt.Errorf("stopping %s: %w", component, err)
+	}
+	return func() (int, error) {
+		logFile, err := os.OpenFile(filepath.Join(c.WorkDir(), "logs", component+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return 0, fmt.Errorf("restarting %s: %w", component, err)
+		}
+		defer logFile.Close() // the child holds its own descriptor
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env, cmd.Dir = env, dir
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		// Like kwokctl's components it outlives this process; Delete stops it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			return 0, fmt.Errorf("restarting %s: %w", component, err)
+		}
+		go func() { _ = cmd.Wait() }() // reap it when Delete stops it
+		pidFile := filepath.Join(c.WorkDir(), "pids", component+".pid")
+		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			return 0, fmt.Errorf("recording the PID of the restarted %s: %w", component, err)
+		}
+		return cmd.Process.Pid, nil
+	}, nil
 }
 
 // commandOf reads a running process's command line, environment and working
