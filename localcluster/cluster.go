@@ -164,6 +164,11 @@ func (c *Cluster) create(ctx context.Context) error {
 		// Without node leases a node's status is its only heartbeat, and the
 		// stages stop it for a cut-off node (KWOK renews every lease it knows).
 		"--extra-args", "kwok-controller=node-lease-duration-seconds=0",
+		// One instance of each: with leader election they exit when the API
+		// server is away past their renew deadline (10 s), and the cluster
+		// would be left without its DaemonSet controller or scheduler.
+		"--extra-args", "kube-controller-manager=leader-elect=false",
+		"--extra-args", "kube-scheduler=leader-elect=false",
 		"--wait", createTimeout.String(),
 	)
 	if err != nil {
