@@ -26,8 +26,8 @@ const (
 // cannot release the Lease), the standby takes the Lease within the lease
 // duration plus a retry period (and a margin for a loaded machine) and
 // finishes the rollout. No pod is deleted twice: the deletions both
-// replicas counted add up to the old pods the rollout replaced, each deleted
-// once, no new pod deleted, and max-unavailable holds throughout.
+// replicas counted do not exceed the old pods the rollout replaced, each
+// deleted once, no new pod deleted, and max-unavailable holds throughout.
 func TestLeaderElectionHandover(t *testing.T) {
 	e := newEnv(t, faultNodes)
 	elect := []string{"--leader-elect=true", "--leader-elect-namespace", e.ns}
@@ -81,8 +81,11 @@ func TestLeaderElectionHandover(t *testing.T) {
 	if deleted[oldImage] != faultNodes || len(deleted) != 1 {
 		t.Errorf("got pods deleted by image %v, want the %d old pods only", deleted, faultNodes)
 	}
-	if total := int(byLeader + byStandby); total != deleted[oldImage] {
-		t.Errorf("got %d successful deletions counted by the two replicas for %d pods deleted, want one each", total, deleted[oldImage])
+	// The first leader's count was read just before the kill, so a deletion it
+	// made in between is missing from the sum: only a sum above the pods
+	// deleted means a pod was deleted twice.
+	if total := int(byLeader + byStandby); total > deleted[oldImage] {
+		t.Errorf("got %d successful deletions counted by the two replicas for %d pods deleted, want at most one each", total, deleted[oldImage])
 	}
 }
 
