@@ -100,3 +100,40 @@ func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestPodTurningReadySyncsAtOnce: a replacement turning Ready frees budget for
+// the next wave, so it must not wait for the batch that folds other pod
+// events; any other change waits for it.
+func TestPodTurningReadySyncsAtOnce(t *testing.T) {
+	notReady := newPod("p", "edge-1", newHash)
+	notReady.ResourceVersion = "1"
+	notReady.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	ready := notReady.DeepCopy()
+	ready.ResourceVersion = "2"
+	ready.Status.Conditions[0].Status = corev1.ConditionTrue
+	relabelled := ready.DeepCopy()
+	relabelled.ResourceVersion = "3"
+	relabelled.Labels["extra"] = "x"
+
+	tests := []struct {
+		name     string
+		old, new *corev1.Pod
+		wantNow  int
+	}{
+		{"turning Ready", notReady, ready, 1},
+		{"staying Ready", ready, relabelled, 0},
+		{"turning NotReady", ready, notReady, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, newDaemonSet(), notReady)
+			f.c.updatePod(tt.old, tt.new)
+			if got := f.c.queue.Len(); got != tt.wantNow {
+				t.Errorf("got %d queued at once, want %d", got, tt.wantNow)
+			}
+			if got := f.waitQueued(); got != 1 {
+				t.Errorf("got %d queued after the batch, want 1", got)
+			}
+		})
+	}
+}
