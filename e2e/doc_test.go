@@ -13,4 +13,16 @@
 //   - rolling_test.go: AdvancedRollingUpdate stays within max-unavailable.
 //   - apiserver_cut_test.go: the agent cut off from the API server.
 //   - rbac_test.go: deploy/ applies and its RBAC suffices, no more.
+//   - nodescope_test.go: the API server's admission policy confines an agent
+//     to its own node's pods, whatever node name it is started with.
+//   - controllerkill_test.go, unbound_test.go: a controller killed and
+//     restarted mid-rollout completes it within the budget.
+//   - leaderelection_test.go: two replicas, only the leader acts; a killed
+//     leader hands over within the lease, with no double deletions.
+//   - apiserver_restart_test.go: an API server restart mid-rollout.
+//
+// Helpers: env_test.go (a cluster per scenario), processes_test.go and
+// controllerprocess_test.go (the binaries), daemonset_test.go,
+// slowrollout_test.go, deletionwatch_test.go, agentclient_test.go,
+// wait_test.go.
 package e2e

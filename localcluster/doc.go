@@ -18,4 +18,7 @@
 //   - process.go: running edgeota's binaries as child processes.
 //   - proxy.go: a TCP proxy that can cut a client off from the API server.
 //   - kubeconfig.go: kubeconfigs for service-account tokens or a proxy.
+//   - token.go: service-account tokens, optionally bound to a pod.
+//   - restart.go: stopping a component and starting it again (API server
+//     restarts mid-rollout).
 package localcluster

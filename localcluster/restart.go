@@ -18,10 +18,8 @@ import (
 // Bounds of StopComponent and RestartAPIServer. On SIGTERM kube-apiserver
 // stops serving at once but then lingers, here for over 30 s, before it
 // exits; components are killed after componentStopGrace so that an API
-// server outage (its start takes 2-5 s on a loaded 2-core machine) stays
-// under the 10 s renew deadline of kube-controller-manager's and
-// kube-scheduler's leader election, past which they exit and the cluster is
-// left without its DaemonSet controller.
+// server outage lasts about its start (2-5 s on a loaded 2-core machine), a
+// realistic blip for the clients that live through it.
 const (
 	componentStopGrace    = 500 * time.Millisecond
 	apiServerReadyTimeout = 2 * time.Minute
