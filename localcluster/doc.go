@@ -12,10 +12,14 @@
 //   - root.go, tools.go: finding the checkout and the binaries in bin/.
 //   - stages.go, stages/: the kwokctl configuration and KWOK stages.
 //   - cluster.go: creating and deleting a cluster.
+//   - components.go: the components' processes and ports, and waiting until
+//     every one of them is alive and listening.
 //   - nodes.go: adding simulated edge nodes with stable names.
 //   - cutoff.go: cutting a node off from the cluster and reconnecting it.
 //   - listeners.go: which addresses the cluster's components listen on.
-//   - process.go: running edgeota's binaries as child processes.
+//   - process.go, ready.go: running edgeota's binaries as child processes and
+//     waiting for their readiness probes.
+//   - buffer.go: bounded capture of a command's error output.
 //   - proxy.go: a TCP proxy that can cut a client off from the API server.
 //   - kubeconfig.go: kubeconfigs for service-account tokens or a proxy.
 //   - token.go: service-account tokens, optionally bound to a pod.
