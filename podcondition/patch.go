@@ -8,8 +8,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
+
+// PodPatcher patches the pods of one namespace, as client-go's typed
+// PodInterface does.
+type PodPatcher interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error)
+}
+
+// PodsGetter gives the PodPatcher of a namespace. client-go's typed
+// CoreV1Interface is one (P is then its PodInterface), and so is the node
+// agent's core/v1-only client: the type parameter spares this package, and
+// the agent, the typed clientset and the scheme of every API group it
+// registers.
+type PodsGetter[P PodPatcher] interface {
+	Pods(namespace string) P
+}
 
 // statusPatch is the strategic-merge patch body for one pod condition. The
 // pod's conditions merge by type, so the patch touches only its own entry.
@@ -27,7 +41,7 @@ type statusPatch struct {
 // Set writes condition want onto the pod's status subresource, leaving every
 // other condition as it is. LastTransitionTime is kept when the status does not
 // change and set to now when it does. The pod is only read, never modified.
-func Set(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, want corev1.PodCondition, fieldManager string) (*corev1.Pod, error) {
+func Set[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, want corev1.PodCondition, fieldManager string) (*corev1.Pod, error) {
 	transition := metav1.Now()
 	if old := Get(&pod.Status, want.Type); old != nil && old.Status == want.Status && !old.LastTransitionTime.IsZero() {
 		transition = old.LastTransitionTime
@@ -39,16 +53,18 @@ func Set(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, wan
 		"message":            want.Message,
 		"lastTransitionTime": transition.UTC().Format(metav1.RFC3339Micro),
 	}
-	return patch(ctx, pods, pod, entry, fieldManager)
+	return patch(ctx, pods.Pods(pod.Namespace), pod, entry, fieldManager)
 }
 
 // Remove deletes the pod's condition of type t, leaving every other condition
 // as it is.
-func Remove(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, t corev1.PodConditionType, fieldManager string) (*corev1.Pod, error) {
-	return patch(ctx, pods, pod, map[string]any{"type": t, "$patch": "delete"}, fieldManager)
+func Remove[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, t corev1.PodConditionType, fieldManager string) (*corev1.Pod, error) {
+	return patch(ctx, pods.Pods(pod.Namespace), pod, map[string]any{"type": t, "$patch": "delete"}, fieldManager)
 }
 
-func patch(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, entry map[string]any, fieldManager string) (*corev1.Pod, error) {
+// patch sends one condition entry to the pod's status subresource through
+// pods, the patcher of the pod's namespace.
+func patch(ctx context.Context, pods PodPatcher, pod *corev1.Pod, entry map[string]any, fieldManager string) (*corev1.Pod, error) {
 	var p statusPatch
 	p.Metadata.UID = pod.UID
 	p.Status.Conditions = []map[string]any{entry}
@@ -56,7 +72,7 @@ func patch(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, e
 	if err != nil {
 		return nil, fmt.Errorf("encoding condition patch for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	updated, err := pods.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
+	updated, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
 		metav1.PatchOptions{FieldManager: fieldManager}, "status")
 	if err != nil {
 		return nil, fmt.Errorf("patching condition %v of pod %s/%s: %w", entry["type"], pod.Namespace, pod.Name, err)

@@ -11,16 +11,15 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 )
 
-// clientFor returns a real API client for host, never retrying.
-func clientFor(t *testing.T, host string) kubernetes.Interface {
+// clientFor returns the agent's real API client for host, never retrying.
+func clientFor(t *testing.T, host string) Client {
 	t.Helper()
-	c, err := kubernetes.NewForConfig(&rest.Config{Host: host, QPS: -1})
+	c, err := NewClient(&rest.Config{Host: host, QPS: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,9 @@
 //
 // Where each behaviour lives:
 //   - service.go: the Server type.
+//   - client.go: the agent's API client, core/v1 pods only: what it asks of
+//     the API server, and NewClient, which links and starts none of
+//     client-go's clientset (every API group), to keep the agent small.
 //   - podcache.go: the node's pod cache, and when it last heard from the API
 //     server; freshness.go: that time as the ListPods header
 //     x-edgeota-synced-at / X-Edgeota-Synced-At.

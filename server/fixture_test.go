@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
@@ -53,7 +54,7 @@ type fixture struct {
 type fixtureOptions struct {
 	// actions, when set, receives Upgrade's and ImagePull's API calls instead
 	// of the fake clientset that feeds the cache.
-	actions kubernetes.Interface
+	actions Client
 	// unsynced keeps the pod cache from ever syncing.
 	unsynced bool
 	// apiTimeout bounds live API calls (DefaultAPIServerTimeout when zero).
@@ -84,10 +85,10 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	if opts.watcher != nil {
 		client.PrependWatchReactor("pods", k8stesting.DefaultWatchReactor(opts.watcher, nil))
 	}
-	pods := NewPodCache(client, testNode)
+	pods := NewPodCache(typedClient{client}, testNode)
 	actions := opts.actions
 	if actions == nil {
-		actions = client
+		actions = typedClient{client}
 	}
 	svc := New(testNode, actions, pods, opts.apiTimeout)
 	if opts.unsynced {
@@ -163,6 +164,19 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		handler: h,
 		stop:    stop,
 	}
+}
+
+// typedClient is the agent's Client over client-go's typed clientset, real or
+// fake.
+type typedClient struct{ kubernetes.Interface }
+
+func (c typedClient) Pods(namespace string) Pods { return c.CoreV1().Pods(namespace) }
+
+// IsWatchListSemanticsUnSupported passes on the fake clientset's answer, which
+// tells the pod cache's reflector to list and then watch: the fake cannot
+// stream a list.
+func (c typedClient) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(c.Interface)
 }
 
 // response is an HTTP answer read whole.

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -29,14 +28,14 @@ type PodCache struct {
 // NewPodCache returns a cache of the pods bound to nodeName (field selector
 // spec.nodeName) that drops managedFields before caching: the agent never
 // reads them and they are most of a pod's size. Run starts it.
-func NewPodCache(client kubernetes.Interface, nodeName string) *PodCache {
+func NewPodCache(client Client, nodeName string) *PodCache {
 	selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	pods := func(opts *metav1.ListOptions) { opts.FieldSelector = selector }
 	contact := &contactClock{}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			pods(&opts)
-			list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+			list, err := client.Pods(metav1.NamespaceAll).List(ctx, opts)
 			if err == nil {
 				contact.mark()
 			}
@@ -44,7 +43,7 @@ func NewPodCache(client kubernetes.Interface, nodeName string) *PodCache {
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			pods(&opts)
-			w, err := client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, opts)
+			w, err := client.Pods(metav1.NamespaceAll).Watch(ctx, opts)
 			if err != nil {
 				return nil, err
 			}

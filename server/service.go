@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -27,7 +26,7 @@ type Server struct {
 	edgeotav1.UnimplementedOTAServiceServer
 
 	nodeName    string
-	client      kubernetes.Interface
+	client      Client
 	lister      corelisters.PodLister
 	synced      cache.InformerSynced
 	lastContact func() time.Time
@@ -42,7 +41,7 @@ type Server struct {
 // New returns a Server for nodeName that reads pods from pods (see
 // NewPodCache) and acts through client. apiTimeout bounds each live API call;
 // zero means DefaultAPIServerTimeout.
-func New(nodeName string, client kubernetes.Interface, pods *PodCache, apiTimeout time.Duration) *Server {
+func New(nodeName string, client Client, pods *PodCache, apiTimeout time.Duration) *Server {
 	if apiTimeout <= 0 {
 		apiTimeout = DefaultAPIServerTimeout
 	}

@@ -39,7 +39,7 @@ func (s *Server) Upgrade(ctx context.Context, req *edgeotav1.UpgradeRequest) (*e
 
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
-	err = s.client.CoreV1().Pods(pod.Namespace).Delete(actx, pod.Name, metav1.DeleteOptions{
+	err = s.client.Pods(pod.Namespace).Delete(actx, pod.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion},
 	})
 	if apierrors.IsNotFound(err) {
@@ -76,7 +76,7 @@ func (s *Server) ImagePull(ctx context.Context, req *edgeotav1.ImagePullRequest)
 	if !done {
 		actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 		defer cancel()
-		if _, err := podcondition.Set(actx, s.client.CoreV1(), pod, want, FieldManager); err != nil {
+		if _, err := podcondition.Set(actx, s.client, pod, want, FieldManager); err != nil {
 			return nil, apiError(fmt.Sprintf("requesting an image pre-pull for pod %s", klog.KObj(pod)), s.apiTimeout, err)
 		}
 		klog.FromContext(ctx).Info("Requested image pre-pull", "pod", klog.KObj(pod), "revision", target)
@@ -94,7 +94,7 @@ func (s *Server) checkedPod(ctx context.Context, namespace, name string) (*corev
 	}
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
-	pod, err := s.client.CoreV1().Pods(namespace).Get(actx, name, metav1.GetOptions{})
+	pod, err := s.client.Pods(namespace).Get(actx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, "", apiError(fmt.Sprintf("reading pod %s/%s", namespace, name), s.apiTimeout, err)
 	}

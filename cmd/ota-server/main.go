@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -123,7 +122,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("loading the API server configuration: %w", err)
 	}
 	config.UserAgent = "ota-server/" + o.nodeName
-	client, err := kubernetes.NewForConfig(config)
+	client, err := server.NewClient(config)
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
