@@ -13,8 +13,11 @@ export PATH := $(BIN):$(PATH)
 all: build
 
 ## build: the two binaries, bin/ota-server and bin/ota-controller.
+# Static (no cgo: Go's own DNS resolver and user lookup, no libc mapped: ~1 MiB
+# less resident) and without symbol table or DWARF (stack traces keep their
+# function names; the binaries are a third smaller on the node's disk).
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/ ./cmd/...
 
 # buf comes from its own tools module (hack/buf), pinned there.
 $(BIN)/buf: hack/buf/go.mod hack/buf/go.sum
