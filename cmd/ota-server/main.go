@@ -3,7 +3,8 @@
 // port, loopback only by default. TLS (--tls-cert-file, --tls-private-key-file),
 // client certificates (--client-ca-file) and bearer tokens (--token-auth-file)
 // lock it down; once either way of authenticating is on, group
-// edgeota:viewers may list and edgeota:upgraders may also act.
+// edgeota:viewers may list and edgeota:upgraders may also act. Unless
+// GOMEMLIMIT says otherwise, the Go runtime's soft memory limit is 20 MiB.
 package main
 
 import (
@@ -41,6 +42,7 @@ type options struct {
 }
 
 func main() {
+	limitMemory()
 	fs := flag.NewFlagSet("ota-server", flag.ContinueOnError)
 	opts := options{}
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster configuration")
