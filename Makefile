@@ -16,8 +16,11 @@ all: build
 # Static (no cgo: Go's own DNS resolver and user lookup, no libc mapped: ~1 MiB
 # less resident) and without symbol table or DWARF (stack traces keep their
 # function names; the binaries are a third smaller on the node's disk).
+# grpcnotrace leaves out grpc-go's golang.org/x/net/trace, unused (tracing is
+# off), whose html/template keeps every exported method of every linked type
+# (reflection may call any): ~3 MiB less resident in the agent.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -tags grpcnotrace -trimpath -ldflags "-s -w" -o $(BIN)/ ./cmd/...
 
 # buf comes from its own tools module (hack/buf), pinned there.
 $(BIN)/buf: hack/buf/go.mod hack/buf/go.sum
