@@ -12,10 +12,10 @@ import (
 // as the native controllers judge availability; when Ready but not yet long
 // enough, wait is how long until it will be, so the caller can requeue.
 func available(pod *corev1.Pod, minReadySeconds int32, now time.Time) (ok bool, wait time.Duration) {
-	if !isReady(pod) {
+	ready := podcondition.Get(&pod.Status, corev1.PodReady)
+	if ready == nil || ready.Status != corev1.ConditionTrue {
 		return false, 0
 	}
-	ready := podcondition.Get(&pod.Status, corev1.PodReady)
 	if minReadySeconds <= 0 {
 		return true, 0
 	}
@@ -24,11 +24,6 @@ func available(pod *corev1.Pod, minReadySeconds int32, now time.Time) (ok bool, 
 		return true, 0
 	}
 	return false, at.Sub(now)
-}
-
-// isReady reports whether the pod's Ready condition is True.
-func isReady(pod *corev1.Pod) bool {
-	return podcondition.IsTrue(&pod.Status, corev1.PodReady)
 }
 
 // nodeReady reports whether the node is connected: its Ready condition is True.

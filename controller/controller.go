@@ -30,8 +30,7 @@ const Component = "ota-controller"
 // podEventBatch is how long a pod or Job event waits before it syncs its
 // DaemonSet, so that the burst of pod events a rollout causes (hundreds per
 // second at 500 nodes) costs one sync per batch, not one per event.
-// DaemonSet, ControllerRevision and Node events sync at once, and so does a pod
-// turning Ready, which frees budget for the next wave of a rollout.
+// DaemonSet, ControllerRevision and Node events sync at once.
 const podEventBatch = 250 * time.Millisecond
 
 // writeParallelism bounds the API calls one DaemonSet sync has in flight: wide

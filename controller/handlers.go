@@ -119,27 +119,23 @@ func (c *Controller) enqueueOwner(obj any) {
 // enqueuePodOwner enqueues, batched, the DaemonSet of a daemon pod, or of the
 // pod whose pre-pull Job runs this pod.
 func (c *Controller) enqueuePodOwner(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.enqueueBatched(c.podOwnerKey(pod))
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
 	}
-}
-
-// podOwnerKey is the key of the DaemonSet a pod concerns: its controller, or
-// for a pre-pull Job's pod, the DaemonSet of the pod the Job pulls for; ""
-// for any other pod.
-func (c *Controller) podOwnerKey(pod *corev1.Pod) string {
+	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
+		c.enqueueBatched(key)
+		return
+	}
 	ref := controllerOf(pod)
-	if key := c.daemonSetKeyFor(pod.Namespace, ref); key != "" {
-		return key
-	}
 	if ref == nil || !isKind(ref, jobKind) {
-		return ""
+		return
 	}
 	job, err := c.jobLister.Jobs(pod.Namespace).Get(ref.Name)
 	if err != nil || job.UID != ref.UID {
-		return ""
+		return
 	}
-	return c.daemonSetKeyForJob(job)
+	c.enqueueBatched(c.daemonSetKeyForJob(job))
 }
 
 // updatePod treats a pod turning terminating as its deletion, as the
@@ -153,13 +149,6 @@ func (c *Controller) updatePod(old, obj any) {
 	}
 	if pod.DeletionTimestamp != nil {
 		c.deletePod(pod)
-		return
-	}
-	if !isReady(oldPod) && isReady(pod) {
-		// A replacement turning Ready is what frees the budget for the next
-		// wave: sync at once rather than after the batch, which would pace
-		// the whole rollout.
-		c.enqueueKey(c.podOwnerKey(pod))
 		return
 	}
 	c.enqueuePodOwner(pod)
