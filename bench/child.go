@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/edgeota/edgeota/localcluster"
 )
 
@@ -106,22 +104,10 @@ func (c *child) get(ctx context.Context, path string) ([]byte, error) {
 	return body, nil
 }
 
-// waitServing polls path until it answers 200 and ready accepts the body,
-// failing at once if the child exits.
+// waitServing waits until the child answers path with 200 and a body ready
+// accepts, failing at once if the child exits.
 func (c *child) waitServing(ctx context.Context, path string, ready func([]byte) bool) error {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-c.Done():
-			return false, fmt.Errorf("%s exited: %v; see %s", c.Name, c.Err(), c.LogPath)
-		default:
-		}
-		body, err := c.get(ctx, path)
-		return err == nil && ready(body), nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for %s to serve %s: %w", c.Name, path, err)
-	}
-	return nil
+	return c.WaitServing(ctx, "http://"+c.addr+path, readyTimeout, ready)
 }
 
 // freeAddr returns a loopback host:port nothing listens on right now.

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -16,6 +17,13 @@ var probeClient = &http.Client{Timeout: 5 * time.Second}
 // /readyz) answers 200 OK, within timeout. It fails at once if the process
 // exits meanwhile (e.g. its port was taken), pointing at its log.
 func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
+	return p.WaitServing(ctx, url, timeout, nil)
+}
+
+// WaitServing is WaitReady for callers that also need the answer's content:
+// it waits until GET url answers 200 OK with a body that accept takes (any
+// body when accept is nil), e.g. metrics that show a cache has synced.
+func (p *Process) WaitServing(ctx context.Context, url string, timeout time.Duration, accept func(body []byte) bool) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
@@ -32,9 +40,24 @@ func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Durati
 			last = err.Error()
 			return false, nil
 		}
-		_ = resp.Body.Close()
+		defer resp.Body.Close()
 		last = resp.Status
-		return resp.StatusCode == http.StatusOK, nil
+		if resp.StatusCode != http.StatusOK {
+			return false, nil
+		}
+		if accept == nil {
+			return true, nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		if !accept(body) {
+			last = resp.Status + ", content not yet as awaited"
+			return false, nil
+		}
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s to be ready at %s (last: %s): %w", p.Name, url, last, err)
