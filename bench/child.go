@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -108,14 +107,4 @@ func (c *child) get(ctx context.Context, path string) ([]byte, error) {
 // accepts, failing at once if the child exits.
 func (c *child) waitServing(ctx context.Context, path string, ready func([]byte) bool) error {
 	return c.WaitServing(ctx, "http://"+c.addr+path, readyTimeout, ready)
-}
-
-// freeAddr returns a loopback host:port nothing listens on right now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -93,11 +93,12 @@ func (s *session) nodes() []string {
 // start runs argv on a free loopback port: the flag naming the address is
 // added by addrArgs, which receives host and port.
 func (s *session) start(name string, addrArgs func(host, port string) []string, argv ...string) (*child, error) {
-	addr, err := freeAddr()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	host, port, _ := net.SplitHostPort(addr)
+	host, port := "127.0.0.1", ports[0]
+	addr := net.JoinHostPort(host, port)
 	p, err := localcluster.StartProcess(name, filepath.Join(s.logDir, name+".log"), append(argv, addrArgs(host, port)...)...)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ type controllerProcess struct {
 // ends unless the test killed it.
 func (e *env) startKillableController(name, kubeconfig string, extra ...string) *controllerProcess {
 	e.t.Helper()
-	c := &controllerProcess{metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(e)))}
+	c := &controllerProcess{metricsAddr: net.JoinHostPort("127.0.0.1", freePort(e))}
 	argv := append([]string{e.cluster.Tools.Path("ota-controller"), "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", c.metricsAddr, "--health-probe-bind-address", "0"}, extra...)
 	p, err := localcluster.StartProcess(name, filepath.Join(e.logDir, name+".log"), argv...)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/edgeota/edgeota/localcluster"
 )
@@ -33,9 +32,9 @@ type agent struct {
 func (e *env) startAgent(node, kubeconfig string, extra ...string) agent {
 	e.t.Helper()
 	port := freePort(e)
-	a := agent{node: node, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	a := agent{node: node, addr: net.JoinHostPort("127.0.0.1", port)}
 	args := append([]string{e.cluster.Tools.Path("ota-server"),
-		"--kubeconfig", kubeconfig, "--node-name", node, "--port", strconv.Itoa(port)}, extra...)
+		"--kubeconfig", kubeconfig, "--node-name", node, "--port", port}, extra...)
 	p := e.start("ota-server-"+node, args...)
 	if err := p.WaitReady(e.t.Context(), "http://"+a.addr+"/readyz", waitTimeout); err != nil {
 		e.t.Fatal(err)
@@ -65,14 +64,13 @@ func (e *env) start(name string, argv ...string) *localcluster.Process {
 }
 
 // freePort returns a loopback port nothing listens on right now.
-func freePort(e *env) int {
+func freePort(e *env) string {
 	e.t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // writeKubeconfig writes a kubeconfig into the test's log dir (see

@@ -136,7 +136,7 @@ func (c *Cluster) create(ctx context.Context) error {
 	if err := writeConfig(config); err != nil {
 		return err
 	}
-	ports, err := freePorts(5)
+	ports, err := FreePorts(5)
 	if err != nil {
 		return err
 	}

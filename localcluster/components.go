@@ -76,9 +76,10 @@ func pidAlive(pid int) error {
 	return nil
 }
 
-// freePorts returns n loopback ports that are free right now, chosen by the
-// kernel.
-func freePorts(n int) ([]string, error) {
+// FreePorts returns n distinct loopback ports that are free right now, chosen
+// by the kernel, for the cluster's components and for the binaries tests and
+// benchmarks start beside it.
+func FreePorts(n int) ([]string, error) {
 	ports := make([]string, 0, n)
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
