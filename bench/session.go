@@ -28,6 +28,10 @@ type session struct {
 	cluster *localcluster.Cluster
 	started []*child
 	logFile *os.File
+	// lock keeps other benchmarks out of this checkout until close: two at
+	// once on a shared machine would each measure the other, and share
+	// .cache/bench.
+	lock *localcluster.Lock
 }
 
 // newSession creates a cluster of p.nodes KWOK nodes under a name of its
@@ -45,7 +49,11 @@ func newSession(ctx context.Context, p params) (*session, error) {
 	if err := os.MkdirAll(filepath.Dir(s.logDir), 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", filepath.Dir(s.logDir), err)
 	}
-	if err := lockRun(s.logDir + ".lock"); err != nil {
+	if s.lock, err = localcluster.AcquireLock(s.logDir + ".lock"); err != nil {
+		var locked *localcluster.LockedError
+		if errors.As(err, &locked) {
+			return nil, fmt.Errorf("another `make bench` is running in this checkout (%v)", locked)
+		}
 		return nil, err
 	}
 	if err := os.RemoveAll(s.logDir); err != nil {
@@ -71,13 +79,15 @@ func newSession(ctx context.Context, p params) (*session, error) {
 	return s, nil
 }
 
-// close stops the children, newest first, and deletes the cluster.
+// close stops the children, newest first, deletes the cluster and lets
+// the next benchmark in.
 func (s *session) close() error {
 	var errs []error
 	for i := len(s.started) - 1; i >= 0; i-- {
 		errs = append(errs, s.started[i].Stop())
 	}
 	errs = append(errs, s.cluster.Delete(context.Background()), s.logFile.Close())
+	s.lock.Release()
 	return errors.Join(errs...)
 }
 

@@ -21,10 +21,10 @@ func TestSecondRunIsRefused(t *testing.T) {
 	if !errors.Is(err, errAlreadyRunning) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
 		t.Fatalf("second acquire: got %v, want %v naming pid %d", err, errAlreadyRunning, os.Getpid())
 	}
-	first.release()
+	first.Release()
 	again, err := acquireLock(path)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
-	again.release()
+	again.Release()
 }

@@ -61,7 +61,7 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	defer l.release()
+	defer l.Release()
 
 	upErr := s.up(ctx, opts)
 	if upErr == nil {
