@@ -20,6 +20,7 @@
 //   - process.go, ready.go: running edgeota's binaries as child processes and
 //     waiting for their readiness probes.
 //   - buffer.go: bounded capture of a command's error output.
+//   - lock.go: one `make run` or `make bench` at a time per checkout.
 //   - proxy.go: a TCP proxy that can cut a client off from the API server.
 //   - kubeconfig.go: kubeconfigs for service-account tokens or a proxy.
 //   - token.go: service-account tokens, optionally bound to a pod.
