@@ -33,8 +33,8 @@ func Median[T Number](xs []T) T {
 }
 
 // Percentile is the q-quantile (0..1) of sorted values by nearest rank: the
-// smallest value at least a fraction q of the values are at most. With 20
-// values the p99 is the largest; 0 for an empty list.
+// value at the 1-based rank q·n rounded to the nearest whole, kept within the
+// list. With 20 values the p99 is the largest; 0 for an empty list.
 func Percentile[T Number](sorted []T, q float64) T {
 	if len(sorted) == 0 {
 		return 0

@@ -48,6 +48,8 @@ func TestPercentileNearestRank(t *testing.T) {
 		{"p50 of 1..100", hundred, 0.50, 50 * time.Millisecond},
 		{"p99 of 1..100", hundred, 0.99, 99 * time.Millisecond},
 		{"p100 of 1..100", hundred, 1, 100 * time.Millisecond},
+		{"rank 99.4 rounds to 99", hundred, 0.994, 99 * time.Millisecond},
+		{"rank 99.6 rounds to 100", hundred, 0.996, 100 * time.Millisecond},
 		{"p0 is the smallest", hundred, 0, time.Millisecond},
 		{"p99 of 20 is the largest", twenty, 0.99, 20 * time.Millisecond},
 		{"p50 of 20", twenty, 0.50, 10 * time.Millisecond},
