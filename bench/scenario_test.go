@@ -83,16 +83,3 @@ func TestLoadParamsRefusesTooFewNodes(t *testing.T) {
 		t.Errorf("got %v, want an error naming BENCH_NODES", err)
 	}
 }
-
-func TestTableWritesDashesForEmptyCells(t *testing.T) {
-	var b strings.Builder
-	table{title: "1. Example", rows: []row{{figure: "f", edgeota: "1 s", met: "met"}}, notes: []string{"a note"}}.write(&b)
-	want := "\n### 1. Example\n\n" +
-		"| figure | edgeota | baseline | ratio | target | met? |\n" +
-		"| --- | --- | --- | --- | --- | --- |\n" +
-		"| f | 1 s | – | – | – | met |\n" +
-		"\n- a note\n"
-	if got := b.String(); got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
