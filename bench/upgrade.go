@@ -33,8 +33,9 @@ const (
 	retryTimeout  = 5 * time.Second
 )
 
-// upgradeFigures are the upgrade scenario's results: request until the watch sees the
-// pod terminating (deletionTimestamp set) or gone, whichever comes first.
+// upgradeFigures are the upgrade scenario's results: request until the watch
+// sees the pod terminating (deletionTimestamp set) or gone, whichever comes
+// first.
 type upgradeFigures struct {
 	agent   []time.Duration // POST .../upgrade to the agent
 	direct  []time.Duration // baseline: the bench deletes the pod itself
