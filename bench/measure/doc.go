@@ -7,8 +7,9 @@
 // Where each instrument lives:
 //   - stats.go: sorted copies, medians, nearest-rank percentiles, ratios of
 //     alternating pairs.
-//   - proc.go: CPU time (utime+stime) and memory (VmRSS, VmHWM, RssAnon) of a
-//     process, the machine's load average and its kernel's release.
+//   - proc.go: CPU time (utime+stime), memory (VmRSS, VmHWM, RssAnon) and
+//     writes (syscw, wchar, write_bytes) of a process, the machine's load
+//     average and its kernel's release.
 //   - load.go: Drive, N clients calling back to back for a duration or a
 //     count, with the latency percentiles and rate of the answered calls;
 //     HTTPGet, a client of one keep-alive HTTP/1.1 connection.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,28 +86,79 @@ func ReadMemory(pid int) (Memory, error) {
 func ParseMemory(status io.Reader) (Memory, error) {
 	var m Memory
 	fields := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.PeakRSS, "RssAnon": &m.AnonRSS}
+	if err := parseKeyed(status, fields, " kB"); err != nil {
+		return Memory{}, fmt.Errorf("/proc status: %w", err)
+	}
+	m.RSS, m.PeakRSS, m.AnonRSS = m.RSS<<10, m.PeakRSS<<10, m.AnonRSS<<10
+	return m, nil
+}
+
+// parseKeyed reads "key: value" lines, storing the integer value (less unit)
+// of each key of fields; each must be present.
+func parseKeyed(r io.Reader, fields map[string]*int64, unit string) error {
 	found := 0
-	scanner := bufio.NewScanner(status)
+	scanner := bufio.NewScanner(r)
 	for scanner.Scan() {
 		key, value, ok := strings.Cut(scanner.Text(), ":")
 		dst := fields[key]
 		if !ok || dst == nil {
 			continue
 		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), unit), 10, 64)
 		if err != nil {
-			return Memory{}, fmt.Errorf("/proc status %s: %w", key, err)
+			return fmt.Errorf("%s: %w", key, err)
 		}
-		*dst = kb << 10
+		*dst = n
 		found++
 	}
 	if err := scanner.Err(); err != nil {
-		return Memory{}, fmt.Errorf("reading /proc status: %w", err)
+		return err
 	}
 	if found != len(fields) {
-		return Memory{}, fmt.Errorf("/proc status lacks one of VmRSS, VmHWM, RssAnon (found %d of %d)", found, len(fields))
+		return fmt.Errorf("found %d of the fields %v", found, slices.Sorted(maps.Keys(fields)))
 	}
-	return m, nil
+	return nil
+}
+
+// IO is a process's I/O so far as /proc/PID/io counts it.
+type IO struct {
+	// WriteCalls counts write system calls (syscw); WrittenBytes the bytes
+	// they passed (wchar), cached or not.
+	WriteCalls, WrittenBytes int64
+	// StorageBytes is what the process caused to be sent to storage
+	// (write_bytes), as the page cache writes back; 0 on file systems
+	// without a backing device.
+	StorageBytes int64
+}
+
+// ReadIO reads the I/O counters of process pid from /proc/PID/io, which
+// only the process's owner (or root) may read.
+func ReadIO(pid int) (IO, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return IO{}, fmt.Errorf("reading the I/O of process %d: %w", pid, err)
+	}
+	defer f.Close()
+	c, err := ParseIO(f)
+	if err != nil {
+		return IO{}, fmt.Errorf("reading the I/O of process %d: %w", pid, err)
+	}
+	return c, nil
+}
+
+// ParseIO reads syscw, wchar and write_bytes from a /proc/PID/io; each must
+// be present.
+func ParseIO(r io.Reader) (IO, error) {
+	var c IO
+	if err := parseKeyed(r, map[string]*int64{"syscw": &c.WriteCalls, "wchar": &c.WrittenBytes, "write_bytes": &c.StorageBytes}, ""); err != nil {
+		return IO{}, fmt.Errorf("/proc io: %w", err)
+	}
+	return c, nil
+}
+
+// Minus is the I/O since an earlier reading b.
+func (a IO) Minus(b IO) IO {
+	return IO{WriteCalls: a.WriteCalls - b.WriteCalls, WrittenBytes: a.WrittenBytes - b.WrittenBytes, StorageBytes: a.StorageBytes - b.StorageBytes}
 }
 
 // LoadAverage is the machine's 1, 5 and 15 minute load averages from

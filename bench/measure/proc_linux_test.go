@@ -57,6 +57,33 @@ func TestCPUTimeOfThisProcessGrowsWithWork(t *testing.T) {
 	t.Errorf("CPU time did not grow by 50 ms in 30 s of spinning (%d)", x)
 }
 
+func TestReadIOOfThisProcessCountsItsWrites(t *testing.T) {
+	f, err := os.Create(t.TempDir() + "/burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before, err := ReadIO(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writes, size = 110, 4096
+	chunk := make([]byte, size)
+	for range writes {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := ReadIO(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other goroutines of the test binary may write too: at least, not exactly.
+	if d := after.Minus(before); d.WriteCalls < writes || d.WrittenBytes < writes*size {
+		t.Errorf("after %d writes of %d bytes: got %d calls, %d bytes; want at least %d, %d", writes, size, d.WriteCalls, d.WrittenBytes, writes, writes*size)
+	}
+}
+
 func TestCPUTimeOfNoProcess(t *testing.T) {
 	// PID 0 has no /proc entry.
 	if d, err := CPUTime(0); err == nil || !strings.Contains(err.Error(), "process 0") {

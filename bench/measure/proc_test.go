@@ -56,3 +56,28 @@ func TestParseMemoryRejectsMissingOrBadFields(t *testing.T) {
 		}
 	}
 }
+
+func TestParseIO(t *testing.T) {
+	f, err := os.Open("testdata/io")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := ParseIO(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (IO{WriteCalls: 110, WrittenBytes: 4587520, StorageBytes: 4591616}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	earlier := IO{WriteCalls: 10, WrittenBytes: 587520, StorageBytes: 591616}
+	if got, want := got.Minus(earlier), (IO{WriteCalls: 100, WrittenBytes: 4000000, StorageBytes: 4000000}); got != want {
+		t.Errorf("Minus: got %+v, want %+v", got, want)
+	}
+}
+
+func TestParseIORejectsAMissingField(t *testing.T) {
+	if c, err := ParseIO(strings.NewReader("wchar: 1\nsyscw: 1\n")); err == nil || !strings.Contains(err.Error(), "write_bytes") {
+		t.Errorf("ParseIO without write_bytes = %+v, %v; want an error naming the fields", c, err)
+	}
+}
