@@ -175,11 +175,12 @@ func (s imageSpec) image(name, binary, platform string) (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
-// layer packs files into a gzipped layer, compressed once at the best level:
-// edge links are slow, and the bytes are the same on every build.
+// layer packs files into a gzipped layer, compressed once. The default level:
+// on the controller's binary, the best level takes twice as long for 0.4%
+// fewer bytes, and the fastest is 14% larger (edge links are slow).
 func (s imageSpec) layer(files []tarFile) (v1.Layer, error) {
 	var gz bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&gz, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,13 @@ import (
 	"text/tabwriter"
 )
 
-// overlayDir is where, below the output directory, the overlay goes.
-const overlayDir = "deploy"
+const (
+	// overlayDir is where, below the output directory, the overlay goes.
+	overlayDir = "deploy"
+	// deployImagePrefix is how deploy/'s manifests name the images:
+	// edgeota/NAME, tagged by its kustomization.yaml.
+	deployImagePrefix = "edgeota/"
+)
 
 // writeOverlay writes OUT/deploy/kustomization.yaml: deploy/ with every
 // image named by the exact tag and digest just built (kubelet pulls the
@@ -39,7 +44,7 @@ func writeOverlay(out, deployDir string, built []builtImage) (string, error) {
 	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
 	fmt.Fprintf(&b, "  - %s\nimages:\n", filepath.ToSlash(base))
 	for _, img := range built {
-		fmt.Fprintf(&b, "  - name: edgeota/%s\n    newName: %s\n    newTag: %s\n    digest: %s\n", img.name, img.repo, img.tag, img.digest)
+		fmt.Fprintf(&b, "  - name: %s%s\n    newName: %s\n    newTag: %s\n    digest: %s\n", deployImagePrefix, img.name, img.repo, img.tag, img.digest)
 	}
 	file := filepath.Join(dir, "kustomization.yaml")
 	return file, os.WriteFile(file, b.Bytes(), 0o644)
