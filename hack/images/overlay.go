@@ -40,7 +40,7 @@ func writeOverlay(out, deployDir string, built []builtImage) (string, error) {
 	var b bytes.Buffer
 	b.WriteString("# Written by make images (hack/images): deploy/ with the images it built,\n")
 	b.WriteString("# by tag and digest. Load the images (README, Deploying), then\n")
-	fmt.Fprintf(&b, "#   kubectl apply -k %s\n", dir)
+	b.WriteString("# kubectl apply -k this directory.\n")
 	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
 	fmt.Fprintf(&b, "  - %s\nimages:\n", filepath.ToSlash(base))
 	for _, img := range built {
