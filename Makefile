@@ -18,7 +18,7 @@ all: build
 # clock) are stamped into every binary (internal/version, --version) and image.
 # Outside git both are empty and the binaries say so.
 VERSION := $(shell cat VERSION)
-GIT_COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { [ -z "$$(git status --porcelain)" ] || c=$$c-dirty; echo $$c; })
+GIT_COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { [ -z "$$(GIT_OPTIONAL_LOCKS=0 git status --porcelain)" ] || c=$$c-dirty; echo $$c; })
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 VERSION_PKG := github.com/edgeota/edgeota/internal/version
 VERSION_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(GIT_COMMIT) -X $(VERSION_PKG).sourceDateEpoch=$(SOURCE_DATE_EPOCH)

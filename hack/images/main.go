@@ -19,6 +19,11 @@
 // build date come from SOURCE_DATE_EPOCH (the commit time), tar entries are
 // sorted with fixed owners and modes, so two builds of a commit give the same
 // bytes and digests.
+//
+// Files: main.go, the flags and the run; image.go, the layers, config, index
+// and layout tarball; notices.go, the license notices of what a binary links;
+// overlay.go, the kustomize overlay and the size report; images_test.go runs
+// `make images` twice and checks every image (make test-images).
 package main
 
 import (

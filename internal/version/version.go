@@ -27,7 +27,7 @@ var (
 	sourceDateEpoch string
 )
 
-// Unknown stands for a value the build did not stamp.
+// What Get reports for a value the build did not stamp.
 const (
 	unstampedVersion = "unknown (not built with make)"
 	unstampedCommit  = "unknown (not built from a git checkout)"
