@@ -93,7 +93,7 @@ vet:
 	$(GO) vet ./...
 	cd hack/images && $(GO) vet ./...
 
-## test: every check, the unit tests, a brief fuzz run, then the end-to-end suite on the local cluster.
+## test: every check, the unit tests, make images twice (checked), a brief fuzz run, then the end-to-end suite on the local cluster.
 test: check test-unit test-images test-fuzz test-e2e
 
 ## test-unit: unit tests only (no cluster needed).
