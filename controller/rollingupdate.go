@@ -73,7 +73,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	}
 	switch {
 	case status.Halted:
-		status.Reason = fmt.Sprintf("%d nodes failed (max-failed %d): %s", status.Failed.Count, cfg.maxFailed, record.describe())
+		status.Reason = fmt.Sprintf("%d nodes failed (max-failed %d)", status.Failed.Count, cfg.maxFailed)
 	case cfg.paused:
 		status.Reason = PausedAnnotation + " is true"
 		status.HeldBack = len(a.candidates) + len(a.replaceNow)
@@ -81,7 +81,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	// The failure record is written before any further deletion, so that a
 	// restarted controller or a new leader, rebuilding from the caches and
 	// this annotation, halts exactly where this one would.
-	written, err := c.updateRolloutStatus(ctx, ds, key, statusValue, prev, status)
+	written, err := c.updateRolloutStatus(ctx, ds, key, statusValue, prev, status, record.describe())
 	if err != nil {
 		return err
 	}

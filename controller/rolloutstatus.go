@@ -237,10 +237,11 @@ func (r *failureRecord) describe() string {
 
 // updateRolloutStatus writes status when it differs from the current one
 // (prev, as value), at most every statusWriteInterval, records the events of
-// the transitions it makes, and exports the figures. written reports whether
-// the annotation now holds status.
+// the transitions it makes (failures describes the failed nodes for a halt),
+// and exports the figures. written reports whether the annotation now holds
+// status.
 func (c *Controller) updateRolloutStatus(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
-	status RolloutStatus) (written bool, err error) {
+	status RolloutStatus, failures string) (written bool, err error) {
 	c.metrics.rollout(ds, &status)
 	data, err := json.Marshal(status)
 	if err != nil {
@@ -258,7 +259,7 @@ func (c *Controller) updateRolloutStatus(ctx context.Context, ds *appsv1.DaemonS
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedStatus, "Writing annotation %s failed: %v", RolloutStatusAnnotation, err)
 		return false, err
 	}
-	c.recordTransitions(ds, prev, &status)
+	c.recordTransitions(ds, prev, &status, failures)
 	return true, nil
 }
 
@@ -266,7 +267,7 @@ func (c *Controller) updateRolloutStatus(ctx context.Context, ds *appsv1.DaemonS
 // prev, the status last written: events say what changed, never what still
 // holds, so a restarted controller (which reads prev from the annotation)
 // does not repeat them.
-func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *RolloutStatus) {
+func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *RolloutStatus, failures string) {
 	sameRevision := prev != nil && prev.Revision == now.Revision && prev.Hash == now.Hash
 	complete := now.Updated == now.Total && now.InFlight == 0 && now.Failed.Count == 0
 	if !sameRevision && prev != nil && !complete {
@@ -275,7 +276,7 @@ func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *RolloutS
 	wasHalted := sameRevision && prev.Halted
 	switch {
 	case now.Halted && !wasHalted:
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonRolloutHalted, "Rollout of revision %d halted: %s", now.Revision, now.Reason)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonRolloutHalted, "Rollout of revision %d halted: %s: %s", now.Revision, now.Reason, failures)
 	case !now.Halted && wasHalted:
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout of revision %d resumed: %d failed nodes, under max-failed", now.Revision, now.Failed.Count)
 	}
