@@ -36,6 +36,14 @@ type env struct {
 // binary fails the test: the suite never passes by not running.
 func newEnv(t *testing.T, nodes int) *env {
 	t.Helper()
+	return newEnvWith(t, localcluster.Options{Nodes: nodes})
+}
+
+// newEnvWith is newEnv for a cluster with other options than its size;
+// Root, Name and Log are filled in.
+func newEnvWith(t *testing.T, opts localcluster.Options) *env {
+	t.Helper()
+	nodes := opts.Nodes
 	root, err := localcluster.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -59,9 +67,8 @@ func newEnv(t *testing.T, nodes int) *env {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	e.cluster, err = localcluster.Create(ctx, localcluster.Options{
-		Root: root, Name: clusterName(t), Nodes: nodes, Log: clusterLog,
-	})
+	opts.Root, opts.Name, opts.Log = root, clusterName(t), clusterLog
+	e.cluster, err = localcluster.Create(ctx, opts)
 	if err != nil {
 		t.Fatalf("creating the local cluster: %v", err)
 	}
