@@ -18,7 +18,7 @@ import (
 func (f *fixture) rolloutStatuses() []RolloutStatus {
 	f.t.Helper()
 	var out []RolloutStatus
-	for _, a := range f.writes() {
+	for _, a := range f.allWrites() {
 		p, ok := a.(core.PatchAction)
 		if !ok || a.GetResource().Resource != "daemonsets" {
 			continue
@@ -248,7 +248,7 @@ func TestFailureRecordedBeforeTheNextDeletion(t *testing.T) {
 		}
 		f.sync()
 		var order []string
-		for _, a := range f.writes() {
+		for _, a := range f.allWrites() {
 			order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
 		}
 		if len(order) < 2 || order[0] != "patch daemonsets" || order[1] != "delete pods" {

@@ -89,8 +89,20 @@ func (f *fixture) sync() {
 	}
 }
 
-// writes returns the actions that changed something, in order.
+// writes returns the actions that changed something, in order, but the
+// rollout status patches (see rolloutStatuses).
 func (f *fixture) writes() []core.Action {
+	var out []core.Action
+	for _, a := range f.allWrites() {
+		if a.GetVerb() != "patch" || a.GetResource().Resource != "daemonsets" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// allWrites returns the actions that changed something, in order.
+func (f *fixture) allWrites() []core.Action {
 	var out []core.Action
 	for _, a := range f.client.Actions() {
 		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -197,15 +198,16 @@ func (c *Controller) deletePod(obj any) {
 // updateNode enqueues every DaemonSet with a pod on a node whose readiness
 // changed (a new node counts as changed from NotReady), so that a node
 // reconnecting is upgraded at once, not at the DaemonSet's next event, and
-// one disconnecting is judged (skipped, or failed while in flight). A
-// heartbeat alone enqueues only the DaemonSets waiting for one from the node.
+// one disconnecting is judged (skipped, or failed while in flight); so does a
+// change of its labels, which rollout node selectors match. A heartbeat alone
+// enqueues only the DaemonSets waiting for one from the node.
 func (c *Controller) updateNode(old, obj any) {
 	oldNode, ok1 := old.(*corev1.Node)
 	node, ok2 := obj.(*corev1.Node)
 	if !ok1 || !ok2 {
 		return
 	}
-	if health.NodeReady(oldNode) == health.NodeReady(node) {
+	if health.NodeReady(oldNode) == health.NodeReady(node) && maps.Equal(oldNode.Labels, node.Labels) {
 		if !lastHeartbeat(node, time.Time{}).Equal(lastHeartbeat(oldNode, time.Time{})) {
 			c.heartbeat(node.Name)
 		}

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
-
-	"github.com/edgeota/edgeota/health"
 )
 
 // rollingUpdate deletes out-of-date pods on Ready nodes within max-unavailable,
@@ -71,12 +69,25 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 		InFlight: a.inFlight + len(awaiting) + missing, Skipped: a.skipped, Failed: record.status(),
 		Paused: cfg.paused, Halted: record.count() >= cfg.maxFailed,
 	}
+	// The operator's controls: the selector and partition hold some nodes
+	// back; a pause holds back all.
+	names := make([]string, 0, len(nodes)+len(awaiting))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	names = append(names, awaiting...)
+	scope := c.newScope(&cfg, names, func(n string) bool {
+		np, ok := nodes[n]
+		return !ok || np.newPod != nil || np.oldPod == nil // awaiting, upgraded, or in flight
+	})
+	admitted, held := scope.admit(append(slices.Clone(a.replaceNow), a.candidates...))
+	status.HeldBack = len(held)
 	switch {
 	case status.Halted:
 		status.Reason = fmt.Sprintf("%d nodes failed (max-failed %d)", status.Failed.Count, cfg.maxFailed)
 	case cfg.paused:
 		status.Reason = PausedAnnotation + " is true"
-		status.HeldBack = len(a.candidates) + len(a.replaceNow)
+		status.HeldBack += len(admitted)
 	}
 	// The failure record is written before any further deletion, so that a
 	// restarted controller or a new leader, rebuilding from the caches and
@@ -93,9 +104,18 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	var toDelete []*corev1.Pod
 	if !status.Halted && !cfg.paused {
 		// Replacing an old pod that is down anyway costs no budget, and frees
-		// none: its node counted as unavailable before and does after.
-		allowed := min(max(cfg.maxUnavailable-a.unavailable, 0), len(a.candidates))
-		toDelete = append(a.replaceNow, a.candidates[:allowed]...)
+		// none: its node counted as unavailable before and does after. Other
+		// candidates go in node name order within the budget.
+		var candidates []*corev1.Pod
+		for _, p := range admitted {
+			if slices.Contains(a.replaceNow, p) {
+				toDelete = append(toDelete, p)
+			} else {
+				candidates = append(candidates, p)
+			}
+		}
+		allowed := min(max(cfg.maxUnavailable-a.unavailable, 0), len(candidates))
+		toDelete = append(toDelete, candidates[:allowed]...)
 	}
 	verbosity := 4
 	if len(toDelete) > 0 {
@@ -249,10 +269,4 @@ func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, key, 
 		}
 	}
 	return errors.Join(runParallel(ctx, tasks)...)
-}
-
-// nodeIsReady reports whether the node exists and is Ready.
-func (c *Controller) nodeIsReady(name string) bool {
-	node, err := c.nodeLister.Get(name)
-	return err == nil && health.NodeReady(node)
 }

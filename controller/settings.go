@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/edgeota/edgeota/health"
 )
@@ -24,6 +25,13 @@ const (
 	// PausedAnnotation, "true", stops deletions (AdvancedRollingUpdate) and
 	// new offers (OTA); what is under way goes on.
 	PausedAnnotation = "edgeota.io/paused"
+	// RolloutNodeSelectorAnnotation is a label selector in kubectl's syntax:
+	// only pods on matching nodes are upgraded or offered.
+	RolloutNodeSelectorAnnotation = "edgeota.io/rollout-node-selector"
+	// PartitionAnnotation is how many of the nodes the rollout may touch
+	// (an integer or a percentage, rounded up) stay on the old revision;
+	// the others are taken in name order.
+	PartitionAnnotation = "edgeota.io/partition"
 	// RolloutStatusAnnotation is the controller's JSON summary of the rollout
 	// (RolloutStatus), and the record of its failed nodes.
 	RolloutStatusAnnotation = "edgeota.io/rollout-status"
@@ -35,6 +43,8 @@ type settings struct {
 	maxFailed      int
 	deadline       time.Duration
 	paused         bool
+	selector       labels.Selector // nil: every node
+	partition      string          // "" when absent; validated
 }
 
 // settingsError is an annotation whose value the controller cannot use.
@@ -77,6 +87,19 @@ func rolloutSettings(ds *appsv1.DaemonSet, nodes int) (settings, error) {
 			return s, &settingsError{PausedAnnotation, v, `want "true" or "false"`}
 		}
 		s.paused = b
+	}
+	if v, ok := ds.Annotations[RolloutNodeSelectorAnnotation]; ok {
+		sel, err := labels.Parse(v)
+		if err != nil {
+			return s, &settingsError{RolloutNodeSelectorAnnotation, v, "want a label selector as kubectl takes it: " + err.Error()}
+		}
+		s.selector = sel
+	}
+	if v, ok := ds.Annotations[PartitionAnnotation]; ok {
+		if _, err := scaledCount(v, 0); err != nil {
+			return s, &settingsError{PartitionAnnotation, v, "want a non-negative integer or a percentage between 0% and 100%"}
+		}
+		s.partition = v
 	}
 	return s, nil
 }

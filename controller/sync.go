@@ -39,7 +39,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	pods := c.podsControlledBy(ds.UID)
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("daemonset", klog.KObj(ds), "strategy", strategy, "revision", target.hash))
 	if strategy == StrategyOTA {
-		return c.syncOTA(ctx, ds, target.hash, pods)
+		return c.syncOTA(ctx, ds, key, target, pods)
 	}
 	return c.rollingUpdate(ctx, ds, key, target, pods)
 }

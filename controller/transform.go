@@ -40,7 +40,8 @@ func Transform(obj any) (any, error) {
 
 // daemonSetAnnotations are the DaemonSet annotations the controller reads.
 var daemonSetAnnotations = []string{StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation, templateGenerationAnnot,
-	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutStatusAnnotation}
+	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation, PartitionAnnotation,
+	RolloutStatusAnnotation}
 
 // trimPod keeps identity, labels, owners, node, phase, conditions and
 // container states with the end of their last run: what tells a daemon pod's
@@ -67,9 +68,10 @@ func trimContainerStatuses(statuses []corev1.ContainerStatus) []corev1.Container
 	return statuses
 }
 
-// trimNode keeps only the Ready condition, the one fact the controller reads.
+// trimNode keeps the labels (rollout node selectors) and the Ready condition
+// with its heartbeat.
 func trimNode(node *corev1.Node) {
-	node.Labels, node.Annotations = nil, nil
+	node.Annotations = nil
 	var ready []corev1.NodeCondition
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
