@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -112,4 +113,103 @@ func ownedBy(jobs []batchv1.Job, pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// TestPartitionAndSelector: with the selector fleet=canary on nodes 1-4 and
+// a partition of 2, AdvancedRollingUpdate upgrades exactly nodes 1 and 2
+// (name order; 3 and 4 stay as the partition, 5 and 6 are outside). Switched
+// to OTA with a newer version, exactly nodes 1 and 2 are offered it, the
+// others read NotOffered; labelling node 5 into the selector widens the
+// rollout to 5 nodes, so node 3 is offered too.
+func TestPartitionAndSelector(t *testing.T) {
+	const nodes = 6
+	e := newEnvWith(t, localcluster.Options{Nodes: nodes, NodeHeartbeat: brakeHeartbeat})
+	for i := 1; i <= 4; i++ {
+		e.labelNode(localcluster.NodeName(i), "fleet", "canary")
+	}
+	e.startController(e.cluster.Kubeconfig, "-v=2")
+	e.createDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "100%",
+		controller.RolloutNodeSelectorAnnotation: "fleet=canary", controller.PartitionAnnotation: "2"})
+	e.setImage(newImage)
+	upgraded := allNodes(2)
+	e.waitRolloutStatus("nodes 1 and 2 upgraded, 4 held back", func(s *controller.RolloutStatus) bool {
+		return s.Updated == 2 && s.HeldBack == nodes-2
+	})
+	expectImages := func(want map[string]string) {
+		t.Helper()
+		consistently(t, "exactly the expected nodes upgraded", 5*time.Second, func(ctx context.Context) (bool, string, error) {
+			pods, err := e.podsByNode(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			for _, n := range allNodes(nodes) {
+				if pods[n] == nil || imageOf(pods[n]) != want[n] {
+					return false, fmt.Sprintf("%s runs %s, want %s", n, describePod(pods[n]), want[n]), nil
+				}
+			}
+			return true, "", nil
+		})
+	}
+	want := map[string]string{}
+	for _, n := range allNodes(nodes) {
+		want[n] = oldImage
+	}
+	for _, n := range upgraded {
+		want[n] = newImage
+	}
+	expectImages(want)
+
+	// OTA, a newer version: offers follow the same controls.
+	e.annotate(strategyAnnotation, "OTA")
+	e.setImage("nginx:1.19.6")
+	e.expectOffers(map[string]string{
+		localcluster.NodeName(1): "True", localcluster.NodeName(2): "True",
+		localcluster.NodeName(3): podcondition.ReasonNotOffered, localcluster.NodeName(4): podcondition.ReasonNotOffered,
+		localcluster.NodeName(5): podcondition.ReasonNotOffered, localcluster.NodeName(6): podcondition.ReasonNotOffered,
+	})
+	e.labelNode(localcluster.NodeName(5), "fleet", "canary")
+	e.expectOffers(map[string]string{
+		localcluster.NodeName(1): "True", localcluster.NodeName(2): "True", localcluster.NodeName(3): "True",
+		localcluster.NodeName(4): podcondition.ReasonNotOffered, localcluster.NodeName(5): podcondition.ReasonNotOffered,
+		localcluster.NodeName(6): podcondition.ReasonNotOffered,
+	})
+}
+
+// labelNode sets a label on the node.
+func (e *env) labelNode(node, key, value string) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
+	if _, err := e.cluster.Client.CoreV1().Nodes().Patch(e.ctx(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatalf("labelling node %s %s=%s: %v", node, key, value, err)
+	}
+}
+
+// expectOffers waits until each node's pod reads PodNeedUpgrade as wanted
+// ("True", or the reason of False), then checks that it stays so.
+func (e *env) expectOffers(want map[string]string) {
+	e.t.Helper()
+	check := func(ctx context.Context) (bool, string, error) {
+		pods, err := e.podsByNode(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		var state []string
+		ok := true
+		for node, w := range want {
+			got := "no condition"
+			if p := pods[node]; p != nil {
+				if c := podcondition.Get(&p.Status, podcondition.NeedUpgrade); c != nil {
+					got = string(c.Status)
+					if c.Status == corev1.ConditionFalse {
+						got = c.Reason
+					}
+				}
+			}
+			state = append(state, node+": "+got)
+			ok = ok && got == w
+		}
+		return ok, strings.Join(state, ", "), nil
+	}
+	eventually(e.t, "the expected offers", check)
+	consistently(e.t, "the offers stay as expected", 3*time.Second, check)
 }

@@ -20,6 +20,14 @@
 //   - leaderelection_test.go: two replicas, only the leader acts; a killed
 //     leader hands over within the lease, with no double deletions.
 //   - apiserver_restart_test.go: an API server restart mid-rollout.
+//   - brake_test.go: the failure brake: a version that cuts off its nodes
+//     halts at max-unavailable (with and without minReadySeconds) and a fixed
+//     one rolls on; a restarted controller stays halted; never-Ready versions
+//     hold the budget; pause. Its clusters beat every 2-3 s (brakeHeartbeat),
+//     as the proof of life waits one heartbeat per wave.
+//   - controls_test.go: partition and node selector, for deletions and
+//     offers; the admission policy confining the controller to its rollout
+//     status; a pre-pull request without a reason, as yurthub writes it.
 //
 // Helpers: env_test.go (a cluster per scenario), processes_test.go and
 // controllerprocess_test.go (the binaries), daemonset_test.go,
