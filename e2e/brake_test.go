@@ -21,25 +21,18 @@ import (
 	"github.com/edgeota/edgeota/localcluster"
 )
 
-// brakeHeartbeat is the node heartbeat of the failure-brake scenarios: every
-// 2-3 s instead of a kubelet's 10-15 s. The controller's proof of life waits
-// for one heartbeat per wave, so it bounds how fast a rollout goes; 2 s
-// keeps a 6-node rollout within seconds and costs the cluster a few node
-// status writes a second.
-const brakeHeartbeat = 2 * time.Second
-
 // cutOffImage is a version that cuts off every node it reaches: the test
 // watches for its pods and cuts their node off (cutOffNodesRunning), as a
 // broken VPN client or CNI plugin would. To the local cluster it is an image
 // like any other, so its pods turn Ready at once.
 const cutOffImage = "nginx:cut-off"
 
-// brakeEnv is a cluster of the nodes with the brake heartbeat and the
+// brakeEnv is a cluster of the nodes with the
 // AdvancedRollingUpdate DaemonSet (max-unavailable budget, minReadySeconds)
 // whose first rollout has settled on every node.
 func brakeEnv(t *testing.T, nodes, budget int, minReadySeconds int32, annotations map[string]string) *env {
 	t.Helper()
-	e := newEnvWith(t, localcluster.Options{Nodes: nodes, NodeHeartbeat: brakeHeartbeat})
+	e := newEnv(t, nodes)
 	all := map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: fmt.Sprint(budget)}
 	for k, v := range annotations {
 		all[k] = v

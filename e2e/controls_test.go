@@ -30,7 +30,7 @@ const rolloutStatusPolicy = "edgeota-ota-controller-rollout-status-only"
 // status, and the same token is refused a template change, a label and any
 // other annotation, by the admission policy rather than by RBAC.
 func TestControllerMayOnlyWriteRolloutStatus(t *testing.T) {
-	e := newEnvWith(t, localcluster.Options{Nodes: 2, NodeHeartbeat: brakeHeartbeat})
+	e := newEnv(t, 2)
 	if _, err := e.cluster.Kubectl(e.ctx(), "apply", "--server-side", "-k", filepath.Join(e.root, "deploy")); err != nil {
 		t.Fatalf("applying deploy/: %v", err)
 	}
@@ -123,7 +123,7 @@ func ownedBy(jobs []batchv1.Job, pod *corev1.Pod) bool {
 // rollout to 5 nodes, so node 3 is offered too.
 func TestPartitionAndSelector(t *testing.T) {
 	const nodes = 6
-	e := newEnvWith(t, localcluster.Options{Nodes: nodes, NodeHeartbeat: brakeHeartbeat})
+	e := newEnv(t, nodes)
 	for i := 1; i <= 4; i++ {
 		e.labelNode(localcluster.NodeName(i), "fleet", "canary")
 	}
