@@ -408,15 +408,41 @@ func TestRolloutEvents(t *testing.T) {
 	}
 }
 
-// TestRolloutStatusPaced: figures that change within a second are written
-// once, the second write waits (requeued), and an unchanged status is not
-// written at all.
+// TestRolloutStatusPaced: an unchanged status is not written again; figures
+// that change within statusWriteInterval of the last write wait for it, the
+// DaemonSet requeued, and are written then.
 func TestRolloutStatusPaced(t *testing.T) {
-	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(3))...)
+	f := newFixture(t, cluster(advancedDaemonSet("1", withAnnotation(PausedAnnotation, "true")), readyNodes(3))...)
 	f.sync()
-	f.sync() // the cache still shows the old pods: same figures
+	f.sync() // same figures
 	if got := len(f.rolloutStatuses()); got != 1 {
-		t.Errorf("got %d statuses written, want 1", got)
+		t.Fatalf("got %d statuses written, want 1", got)
+	}
+	for f.c.queue.Len() > 0 {
+		key, _ := f.c.queue.Get()
+		f.c.queue.Done(key)
+	}
+
+	// node-1 goes offline: skipped, not held back.
+	changed := newNode("node-1", corev1.ConditionUnknown)
+	changed.ResourceVersion = "2"
+	if err := f.indexer(changed).Update(changed); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	if got := len(f.rolloutStatuses()); got != 1 {
+		t.Errorf("got %d statuses written within %s, want still 1", got, statusWriteInterval)
+	}
+	deadline := time.Now().Add(2 * statusWriteInterval)
+	for f.c.queue.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f.c.queue.Len() != 1 {
+		t.Fatalf("got %d queued, want the DaemonSet requeued for the paced write", f.c.queue.Len())
+	}
+	f.sync()
+	if got := len(f.rolloutStatuses()); got != 2 {
+		t.Errorf("got %d statuses written after the interval, want 2", got)
 	}
 }
 
