@@ -106,9 +106,10 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 		// Replacing an old pod that is down anyway costs no budget, and frees
 		// none: its node counted as unavailable before and does after. Other
 		// candidates go in node name order within the budget.
+		down := sets.New(a.replaceNow...)
 		var candidates []*corev1.Pod
 		for _, p := range admitted {
-			if slices.Contains(a.replaceNow, p) {
+			if down.Has(p) {
 				toDelete = append(toDelete, p)
 			} else {
 				candidates = append(candidates, p)
