@@ -84,7 +84,7 @@ func TestInFlightUntilHeartbeatAfterAvailability(t *testing.T) {
 			objs := upgradedNode(cluster(advancedDaemonSet("1"), readyNodes(3)), "0", corev1.ConditionTrue, tt.heartbeat)
 			f := newFixture(t, objs...)
 			f.sync()
-			if got := f.deletedPods(); !slices.Equal(got, tt.want) {
+			if got := slices.Sorted(slices.Values(f.deletedPods())); !slices.Equal(got, tt.want) {
 				t.Errorf("got pods deleted %v, want %v", got, tt.want)
 			}
 		})
@@ -125,7 +125,7 @@ func TestFailedOnNotReadyWhileInFlight(t *testing.T) {
 		t.Errorf("got failed %+v halted %v, want node-0 failed, not halted (max-failed 2)", s.Failed, s.Halted)
 	}
 	// The failed node holds one of the two units of budget.
-	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-1"}) {
+	if got := slices.Sorted(slices.Values(f.deletedPods())); !slices.Equal(got, []string{"pod-1"}) {
 		t.Errorf("got pods deleted %v, want [pod-1]", got)
 	}
 }
@@ -168,7 +168,7 @@ func TestSettledThenNotReadyIsSkipped(t *testing.T) {
 	if s.Failed.Count != 0 || s.Skipped != 1 {
 		t.Errorf("got failed %d skipped %d, want 0 and 1", s.Failed.Count, s.Skipped)
 	}
-	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-1", "pod-2"}) {
+	if got := slices.Sorted(slices.Values(f.deletedPods())); !slices.Equal(got, []string{"pod-1", "pod-2"}) {
 		t.Errorf("got pods deleted %v, want [pod-1 pod-2]: a skipped node holds no budget", got)
 	}
 }
@@ -181,7 +181,7 @@ func TestUntouchedNotReadyIsSkipped(t *testing.T) {
 	if s.Failed.Count != 0 || s.Skipped != 1 {
 		t.Errorf("got failed %d skipped %d, want 0 and 1", s.Failed.Count, s.Skipped)
 	}
-	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-1"}) {
+	if got := slices.Sorted(slices.Values(f.deletedPods())); !slices.Equal(got, []string{"pod-1"}) {
 		t.Errorf("got pods deleted %v, want [pod-1]", got)
 	}
 }
@@ -195,7 +195,7 @@ func TestUnavailableOldPodsCountAgainstTheBudget(t *testing.T) {
 	objs = replacePod(objs, newPod("pod-1", "node-1", "older0", notReady))
 	f := newFixture(t, objs...)
 	f.sync()
-	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0", "pod-1"}) {
+	if got := slices.Sorted(slices.Values(f.deletedPods())); !slices.Equal(got, []string{"pod-0", "pod-1"}) {
 		t.Errorf("got pods deleted %v, want [pod-0 pod-1]: the down pods replaced, no healthy one", got)
 	}
 }

@@ -45,7 +45,7 @@ func TestPartitionOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, cluster(advancedDaemonSet("100%", withAnnotation(PartitionAnnotation, tt.partition)), tt.ready, tt.upgraded...)...)
 			f.sync()
-			if got := f.deletedPods(); !slices.Equal(got, tt.want) {
+			if got := slices.Sorted(slices.Values(f.deletedPods())); !slices.Equal(got, tt.want) {
 				t.Errorf("got pods deleted %v, want %v", got, tt.want)
 			}
 		})
@@ -59,7 +59,7 @@ func TestRolloutNodeSelector(t *testing.T) {
 	objs = labelNode(objs, "node-2", map[string]string{"fleet": "main"})
 	f := newFixture(t, objs...)
 	f.sync()
-	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0"}) {
+	if got := slices.Sorted(slices.Values(f.deletedPods())); !slices.Equal(got, []string{"pod-0"}) {
 		t.Errorf("got pods deleted %v, want [pod-0]: the only node matching", got)
 	}
 	if s := f.lastStatus(); s.HeldBack != 3 {
