@@ -1247,7 +1247,7 @@ var File_edgeota_v1_ota_proto protoreflect.FileDescriptor
 const file_edgeota_v1_ota_proto_rawDesc = "" +
 	"\n" +
 	"\x14edgeota/v1/ota.proto\x12\n" +
-	"edgeota.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x11\n" +
+	"edgeota.v1\x1a\x19edgeota/v1/upgrades.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x11\n" +
 	"\x0fListPodsRequest\"n\n" +
 	"\x10ListPodsResponse\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -1347,12 +1347,14 @@ const file_edgeota_v1_ota_proto_rawDesc = "" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12;\n" +
 	"\vfinished_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt2\xe1\x01\n" +
+	"finishedAt2\x8c\x03\n" +
 	"\n" +
 	"OTAService\x12E\n" +
 	"\bListPods\x12\x1b.edgeota.v1.ListPodsRequest\x1a\x1c.edgeota.v1.ListPodsResponse\x12H\n" +
 	"\tImagePull\x12\x1c.edgeota.v1.ImagePullRequest\x1a\x1d.edgeota.v1.ImagePullResponse\x12B\n" +
-	"\aUpgrade\x12\x1a.edgeota.v1.UpgradeRequest\x1a\x1b.edgeota.v1.UpgradeResponseB8Z6github.com/edgeota/edgeota/gen/go/edgeota/v1;edgeotav1b\x06proto3"
+	"\aUpgrade\x12\x1a.edgeota.v1.UpgradeRequest\x1a\x1b.edgeota.v1.UpgradeResponse\x12Q\n" +
+	"\fListUpgrades\x12\x1f.edgeota.v1.ListUpgradesRequest\x1a .edgeota.v1.ListUpgradesResponse\x12V\n" +
+	"\rWatchUpgrades\x12 .edgeota.v1.WatchUpgradesRequest\x1a!.edgeota.v1.WatchUpgradesResponse0\x01B8Z6github.com/edgeota/edgeota/gen/go/edgeota/v1;edgeotav1b\x06proto3"
 
 var (
 	file_edgeota_v1_ota_proto_rawDescOnce sync.Once
@@ -1389,6 +1391,10 @@ var file_edgeota_v1_ota_proto_goTypes = []any{
 	nil,                              // 18: edgeota.v1.ObjectMeta.LabelsEntry
 	nil,                              // 19: edgeota.v1.ObjectMeta.AnnotationsEntry
 	(*timestamppb.Timestamp)(nil),    // 20: google.protobuf.Timestamp
+	(*ListUpgradesRequest)(nil),      // 21: edgeota.v1.ListUpgradesRequest
+	(*WatchUpgradesRequest)(nil),     // 22: edgeota.v1.WatchUpgradesRequest
+	(*ListUpgradesResponse)(nil),     // 23: edgeota.v1.ListUpgradesResponse
+	(*WatchUpgradesResponse)(nil),    // 24: edgeota.v1.WatchUpgradesResponse
 }
 var file_edgeota_v1_ota_proto_depIdxs = []int32{
 	6,  // 0: edgeota.v1.ListPodsResponse.items:type_name -> edgeota.v1.Pod
@@ -1415,11 +1421,15 @@ var file_edgeota_v1_ota_proto_depIdxs = []int32{
 	0,  // 21: edgeota.v1.OTAService.ListPods:input_type -> edgeota.v1.ListPodsRequest
 	2,  // 22: edgeota.v1.OTAService.ImagePull:input_type -> edgeota.v1.ImagePullRequest
 	4,  // 23: edgeota.v1.OTAService.Upgrade:input_type -> edgeota.v1.UpgradeRequest
-	1,  // 24: edgeota.v1.OTAService.ListPods:output_type -> edgeota.v1.ListPodsResponse
-	3,  // 25: edgeota.v1.OTAService.ImagePull:output_type -> edgeota.v1.ImagePullResponse
-	5,  // 26: edgeota.v1.OTAService.Upgrade:output_type -> edgeota.v1.UpgradeResponse
-	24, // [24:27] is the sub-list for method output_type
-	21, // [21:24] is the sub-list for method input_type
+	21, // 24: edgeota.v1.OTAService.ListUpgrades:input_type -> edgeota.v1.ListUpgradesRequest
+	22, // 25: edgeota.v1.OTAService.WatchUpgrades:input_type -> edgeota.v1.WatchUpgradesRequest
+	1,  // 26: edgeota.v1.OTAService.ListPods:output_type -> edgeota.v1.ListPodsResponse
+	3,  // 27: edgeota.v1.OTAService.ImagePull:output_type -> edgeota.v1.ImagePullResponse
+	5,  // 28: edgeota.v1.OTAService.Upgrade:output_type -> edgeota.v1.UpgradeResponse
+	23, // 29: edgeota.v1.OTAService.ListUpgrades:output_type -> edgeota.v1.ListUpgradesResponse
+	24, // 30: edgeota.v1.OTAService.WatchUpgrades:output_type -> edgeota.v1.WatchUpgradesResponse
+	26, // [26:31] is the sub-list for method output_type
+	21, // [21:26] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -1430,6 +1440,7 @@ func file_edgeota_v1_ota_proto_init() {
 	if File_edgeota_v1_ota_proto != nil {
 		return
 	}
+	file_edgeota_v1_upgrades_proto_init()
 	file_edgeota_v1_ota_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -166,6 +166,47 @@ func local_request_OTAService_Upgrade_0(ctx context.Context, marshaler runtime.M
 	return msg, metadata, err
 }
 
+func request_OTAService_ListUpgrades_0(ctx context.Context, marshaler runtime.Marshaler, client OTAServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListUpgradesRequest
+		metadata runtime.ServerMetadata
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListUpgrades(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_OTAService_ListUpgrades_0(ctx context.Context, marshaler runtime.Marshaler, server OTAServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListUpgradesRequest
+		metadata runtime.ServerMetadata
+	)
+	msg, err := server.ListUpgrades(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_OTAService_WatchUpgrades_0(ctx context.Context, marshaler runtime.Marshaler, client OTAServiceClient, req *http.Request, pathParams map[string]string) (OTAService_WatchUpgradesClient, runtime.ServerMetadata, error) {
+	var (
+		protoReq WatchUpgradesRequest
+		metadata runtime.ServerMetadata
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	stream, err := client.WatchUpgrades(ctx, &protoReq)
+	if err != nil {
+		return nil, metadata, err
+	}
+	header, err := stream.Header()
+	if err != nil {
+		return nil, metadata, err
+	}
+	metadata.HeaderMD = header
+	return stream, metadata, nil
+}
+
 // RegisterOTAServiceHandlerServer registers the http handlers for service OTAService to "mux".
 // UnaryRPC     :call OTAServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -231,6 +272,33 @@ func RegisterOTAServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux,
 			return
 		}
 		forward_OTAService_Upgrade_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_OTAService_ListUpgrades_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/edgeota.v1.OTAService/ListUpgrades", runtime.WithHTTPPathPattern("/edgeota.io/v1/upgrades"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_OTAService_ListUpgrades_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_OTAService_ListUpgrades_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+
+	mux.Handle(http.MethodGet, pattern_OTAService_WatchUpgrades_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
+		_, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+		return
 	})
 
 	return nil
@@ -323,17 +391,55 @@ func RegisterOTAServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux,
 		}
 		forward_OTAService_Upgrade_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_OTAService_ListUpgrades_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/edgeota.v1.OTAService/ListUpgrades", runtime.WithHTTPPathPattern("/edgeota.io/v1/upgrades"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_OTAService_ListUpgrades_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_OTAService_ListUpgrades_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_OTAService_WatchUpgrades_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/edgeota.v1.OTAService/WatchUpgrades", runtime.WithHTTPPathPattern("/edgeota.io/v1/watch/upgrades"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_OTAService_WatchUpgrades_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_OTAService_WatchUpgrades_0(annotatedContext, mux, outboundMarshaler, w, req, func() (proto.Message, error) { return resp.Recv() }, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_OTAService_ListPods_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0}, []string{"pods"}, ""))
-	pattern_OTAService_ImagePull_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"openyurt.io", "v1", "namespaces", "namespace", "pods", "name", "imagepull"}, ""))
-	pattern_OTAService_Upgrade_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"openyurt.io", "v1", "namespaces", "namespace", "pods", "name", "upgrade"}, ""))
+	pattern_OTAService_ListPods_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0}, []string{"pods"}, ""))
+	pattern_OTAService_ImagePull_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"openyurt.io", "v1", "namespaces", "namespace", "pods", "name", "imagepull"}, ""))
+	pattern_OTAService_Upgrade_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"openyurt.io", "v1", "namespaces", "namespace", "pods", "name", "upgrade"}, ""))
+	pattern_OTAService_ListUpgrades_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"edgeota.io", "v1", "upgrades"}, ""))
+	pattern_OTAService_WatchUpgrades_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"edgeota.io", "v1", "watch", "upgrades"}, ""))
 )
 
 var (
-	forward_OTAService_ListPods_0  = runtime.ForwardResponseMessage
-	forward_OTAService_ImagePull_0 = runtime.ForwardResponseMessage
-	forward_OTAService_Upgrade_0   = runtime.ForwardResponseMessage
+	forward_OTAService_ListPods_0      = runtime.ForwardResponseMessage
+	forward_OTAService_ImagePull_0     = runtime.ForwardResponseMessage
+	forward_OTAService_Upgrade_0       = runtime.ForwardResponseMessage
+	forward_OTAService_ListUpgrades_0  = runtime.ForwardResponseMessage
+	forward_OTAService_WatchUpgrades_0 = runtime.ForwardResponseStream
 )
