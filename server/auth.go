@@ -18,7 +18,8 @@ import (
 // Kubernetes names groups so that the same client certificates and token files
 // can serve both.
 const (
-	// GroupViewers may list the node's pods (ListPods, and gRPC reflection).
+	// GroupViewers may list the node's pods and apps (ListPods, ListUpgrades,
+	// WatchUpgrades, and gRPC reflection).
 	GroupViewers = "edgeota:viewers"
 	// GroupUpgraders may also act on them (ImagePull, Upgrade).
 	GroupUpgraders = "edgeota:upgraders"
@@ -63,7 +64,10 @@ func grpcAccess(fullMethod string) access {
 	switch {
 	case strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/"):
 		return accessOpen
-	case fullMethod == edgeotav1.OTAService_ListPods_FullMethodName, strings.HasPrefix(fullMethod, "/grpc.reflection."):
+	case fullMethod == edgeotav1.OTAService_ListPods_FullMethodName,
+		fullMethod == edgeotav1.OTAService_ListUpgrades_FullMethodName,
+		fullMethod == edgeotav1.OTAService_WatchUpgrades_FullMethodName,
+		strings.HasPrefix(fullMethod, "/grpc.reflection."):
 		return accessView
 	default:
 		return accessUpgrade

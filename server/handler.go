@@ -80,10 +80,16 @@ func NewHandler(ctx context.Context, svc *Server, auth Authenticator) (*Handler,
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer recoverHTTP(w, r)
 	if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+		if r.URL.Path == edgeotav1.OTAService_WatchUpgrades_FullMethodName {
+			// A watch outlives the server's timeouts; it bounds each send.
+			r = r.WithContext(context.WithValue(r.Context(), deadlineKey{}, liftTimeouts(w)))
+		}
 		h.grpc.ServeHTTP(w, h.auth.identify(r, "gRPC"))
 		return
 	}
 	switch r.URL.Path {
+	case watchUpgradesPath:
+		h.serveWatchREST(w, h.auth.identify(r, "REST"))
 	case "/healthz":
 		h.probe(w, r, true)
 	case "/readyz":

@@ -66,6 +66,14 @@ func NewPodCache(client Client, nodeName string) *PodCache {
 // Run fills the cache and keeps it current until ctx is done.
 func (c *PodCache) Run(ctx context.Context) { c.informer.RunWithContext(ctx) }
 
+// onChange calls f after every change to the cache; f must not block.
+func (c *PodCache) onChange(f func()) {
+	// Fails only once the informer has stopped.
+	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { f() }, DeleteFunc: func(any) { f() }, UpdateFunc: func(_, _ any) { f() },
+	})
+}
+
 // HasSynced reports whether the cache holds a complete list of the node's
 // pods.
 func (c *PodCache) HasSynced() bool { return c.informer.HasSynced() }

@@ -36,6 +36,10 @@ type Server struct {
 	// lastList is the most recent ListPods answer, reused while the cache's
 	// generation stays the same.
 	lastList atomic.Pointer[podList]
+
+	// upgrades is the owner's view (ListUpgrades, WatchUpgrades), kept
+	// current by Serve.
+	upgrades *upgradeView
 }
 
 // New returns a Server for nodeName that reads pods from pods (see
@@ -45,7 +49,7 @@ func New(nodeName string, client Client, pods *PodCache, apiTimeout time.Duratio
 	if apiTimeout <= 0 {
 		apiTimeout = DefaultAPIServerTimeout
 	}
-	return &Server{
+	s := &Server{
 		nodeName:    nodeName,
 		client:      client,
 		lister:      corelisters.NewPodLister(pods.informer.GetIndexer()),
@@ -54,4 +58,10 @@ func New(nodeName string, client Client, pods *PodCache, apiTimeout time.Duratio
 		generation:  pods.generation.Load,
 		apiTimeout:  apiTimeout,
 	}
+	s.upgrades = newUpgradeView(s, UpgradeOptions{})
+	pods.onChange(s.upgrades.changed)
+	return s
 }
+
+// SetUpgradeOptions configures the owner's view; call it before Serve.
+func (s *Server) SetUpgradeOptions(opts UpgradeOptions) { s.upgrades.configure(opts) }
