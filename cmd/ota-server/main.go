@@ -21,8 +21,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/internal/command"
 	"github.com/edgeota/edgeota/server"
+	"github.com/edgeota/edgeota/statedir"
 )
 
 // drainTimeout bounds how long shutdown waits for in-flight requests.
@@ -39,6 +41,11 @@ type options struct {
 	tlsKeyFile   string
 	clientCAFile string
 	tokenFile    string
+
+	stateDir        string
+	upgradeDeadline time.Duration
+	maxWatchers     int
+	targetJitter    time.Duration
 }
 
 func main() {
@@ -54,6 +61,10 @@ func main() {
 	fs.StringVar(&opts.tlsKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
 	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "PEM CA bundle; client certificates it signed authenticate their CN as the user and O as the groups (needs TLS)")
 	fs.StringVar(&opts.tokenFile, "token-auth-file", "", "bearer tokens in kube-apiserver's static token file format: token,user,uid,\"group1,group2\" (needs TLS off loopback)")
+	fs.StringVar(&opts.stateDir, "state-dir", "/var/lib/edgeota", "directory (0700) for what the agent keeps across restarts, such as the target revisions' images; empty keeps nothing")
+	fs.DurationVar(&opts.upgradeDeadline, "upgrade-deadline", health.DefaultDeadline, "how long an upgraded pod may take to become available before its upgrade counts as FAILED, unless its DaemonSet sets "+health.ProgressDeadlineAnnotation)
+	fs.IntVar(&opts.maxWatchers, "max-watchers", server.DefaultMaxWatchers, "concurrent WatchUpgrades streams; beyond, RESOURCE_EXHAUSTED / 429")
+	fs.DurationVar(&opts.targetJitter, "target-read-jitter", server.DefaultTargetJitter, "a new target revision's images are read after a random delay up to this, so that a fleet does not read at once")
 	command.Main(fs, func(ctx context.Context) error { return run(ctx, opts) })
 }
 
@@ -78,6 +89,15 @@ func (o options) validate() error {
 	}
 	if o.tokenFile != "" && o.tlsCertFile == "" && !o.loopback() {
 		return fmt.Errorf("--token-auth-file over plain HTTP is only allowed on loopback, and --bind-address is %s: set --tls-cert-file and --tls-private-key-file, or bind to 127.0.0.1", o.bindAddress)
+	}
+	if o.upgradeDeadline <= 0 {
+		return fmt.Errorf("--upgrade-deadline %s must be positive", o.upgradeDeadline)
+	}
+	if o.maxWatchers <= 0 {
+		return fmt.Errorf("--max-watchers %d must be positive", o.maxWatchers)
+	}
+	if o.targetJitter < 0 {
+		return fmt.Errorf("--target-read-jitter %s must not be negative", o.targetJitter)
 	}
 	return nil
 }
@@ -129,8 +149,26 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
 
+	revisions, err := server.NewRevisionReader(config)
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	var state *statedir.Dir
+	if o.stateDir != "" {
+		if state, err = statedir.Open(o.stateDir); err != nil {
+			return fmt.Errorf("--state-dir: %w", err)
+		}
+	}
+
 	pods := server.NewPodCache(client, o.nodeName)
 	svc := server.New(o.nodeName, client, pods, o.apiTimeout)
+	svc.SetUpgradeOptions(server.UpgradeOptions{
+		Deadline:     o.upgradeDeadline,
+		MaxWatchers:  o.maxWatchers,
+		Revisions:    revisions,
+		TargetJitter: o.targetJitter,
+		StateDir:     state,
+	})
 	handler, err := server.NewHandler(ctx, svc, auth)
 	if err != nil {
 		return err

@@ -9,7 +9,8 @@ import (
 )
 
 func TestValidateOptions(t *testing.T) {
-	base := options{nodeName: "edge-1", bindAddress: "127.0.0.1", port: 10267, apiTimeout: 5 * time.Second}
+	base := options{nodeName: "edge-1", bindAddress: "127.0.0.1", port: 10267, apiTimeout: 5 * time.Second,
+		upgradeDeadline: 10 * time.Minute, maxWatchers: 64, targetJitter: 2 * time.Second}
 	cases := []struct {
 		name    string
 		change  func(*options)
@@ -20,6 +21,9 @@ func TestValidateOptions(t *testing.T) {
 		{name: "bind address not an IP", change: func(o *options) { o.bindAddress = "localhost" }, wantErr: "is not an IP address"},
 		{name: "port out of range", change: func(o *options) { o.port = 70000 }, wantErr: "out of range"},
 		{name: "non-positive API timeout", change: func(o *options) { o.apiTimeout = 0 }, wantErr: "must be positive"},
+		{name: "non-positive upgrade deadline", change: func(o *options) { o.upgradeDeadline = 0 }, wantErr: "--upgrade-deadline"},
+		{name: "no watchers", change: func(o *options) { o.maxWatchers = 0 }, wantErr: "--max-watchers"},
+		{name: "negative jitter", change: func(o *options) { o.targetJitter = -time.Second }, wantErr: "--target-read-jitter"},
 		{name: "certificate without key", change: func(o *options) { o.tlsCertFile = "tls.crt" }, wantErr: "go together"},
 		{name: "key without certificate", change: func(o *options) { o.tlsKeyFile = "tls.key" }, wantErr: "go together"},
 		{name: "client CA without TLS", change: func(o *options) { o.clientCAFile = "ca.crt" }, wantErr: "--client-ca-file needs TLS"},
