@@ -36,12 +36,19 @@ check: lint breaking fresh fmt vet
 lint: $(BIN)/buf
 	$(BIN)/buf lint
 
-# Breaking changes are judged against the previous commit when it has protos.
+# Breaking changes are judged against the previous commit when it has protos,
+# and against the contract as it stood when this round of work began
+# (CONTRACT_BASE), so that a series of commits cannot break it step by step.
+CONTRACT_BASE ?= c1d7825
 breaking: $(BIN)/buf
 	@if git rev-parse -q --verify HEAD~1 >/dev/null && [ -n "$$(git ls-tree -d HEAD~1 proto)" ]; then \
 		echo "buf breaking --against .git#ref=HEAD~1"; \
 		$(BIN)/buf breaking --against '.git#ref=HEAD~1'; \
 	else echo "buf breaking: no previous commit with protos, nothing to compare"; fi
+	@if git rev-parse -q --verify '$(CONTRACT_BASE)^{commit}' >/dev/null; then \
+		echo "buf breaking --against .git#ref=$(CONTRACT_BASE)"; \
+		$(BIN)/buf breaking --against '.git#ref=$(CONTRACT_BASE)'; \
+	else echo "buf breaking: the contract base $(CONTRACT_BASE) is not in this clone"; exit 1; fi
 
 # Regenerate and fail if gen/ differs from what is committed.
 fresh: generate

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -110,9 +111,9 @@ func newer(a, b *corev1.Pod) bool {
 type phaseRule struct {
 	// deadline is how long a new pod may take to become available.
 	deadline time.Duration
-	// queued reports the owner's action queued for the pod, if any; nil
-	// when queuing is not available.
-	queued func(namespace, pod string) (reason, message string, ok bool)
+	// queued returns the owner's actions queued for the pod, pre-pull
+	// first; nil when queuing is not available.
+	queued func(namespace, pod string) []*edgeotav1.QueuedAction
 }
 
 // appState is one app's answer and what can change it by the clock alone.
@@ -261,9 +262,8 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 			pull = c
 		}
 	}
-	queuedReason, queuedMessage, queued := "", "", false
 	if r.queued != nil && pod != nil {
-		queuedReason, queuedMessage, queued = r.queued(pod.Namespace, pod.Name)
+		app.QueuedActions = r.queued(pod.Namespace, pod.Name)
 	}
 	upgrading := in.deleting != nil || pod == nil || newPod && verdict.State == health.Progressing
 
@@ -274,9 +274,9 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 	case upgrading:
 		// The old pod is gone or going; the new one is not available yet.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING, verdict.Reason, verdict.Message, time.Time{}}, verdict.Recheck
-	case queued:
+	case len(app.QueuedActions) > 0:
 		// The owner's action waits for the API server.
-		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_QUEUED, queuedReason, queuedMessage, time.Time{}}, 0
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_QUEUED, reasonQueued, queuedMessage(app.QueuedActions), time.Time{}}, 0
 	case pull != nil && pull.Status != corev1.ConditionTrue && pull.Reason == podcondition.ReasonPullImageFail:
 		// The pre-pull failed; the message carries the cause.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_PULL_FAILED, pull.Reason, pull.Message, pull.LastTransitionTime.Time}, 0
@@ -296,6 +296,19 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 		// Nothing newer is offered.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UP_TO_DATE, "", "", pod.CreationTimestamp.Time}, 0
 	}
+}
+
+// reasonQueued is a QUEUED app's reason.
+const reasonQueued = "QueuedUntilReachable"
+
+// queuedMessage says what waits, e.g. "imagepull, upgrade queued until the
+// API server is reachable".
+func queuedMessage(actions []*edgeotav1.QueuedAction) string {
+	names := make([]string, 0, len(actions))
+	for _, a := range actions {
+		names = append(names, a.GetAction())
+	}
+	return strings.Join(names, ", ") + " queued until the API server is reachable"
 }
 
 // imagesOf maps each container of a pod spec, init containers included, to

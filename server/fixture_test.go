@@ -28,6 +28,7 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/statedir"
 )
 
 const (
@@ -42,6 +43,7 @@ type fixture struct {
 	t       testing.TB
 	client  *fake.Clientset
 	svc     *Server
+	pods    *PodCache
 	handler *Handler
 	base    string
 	addr    string
@@ -73,6 +75,11 @@ type fixtureOptions struct {
 	// watcher, when set, is the watch the pod cache gets from the fake API
 	// server, so a test decides what it hears and when.
 	watcher *watch.FakeWatcher
+	// stateDir keeps the pod view and the action queue on disk; nil keeps
+	// nothing and refuses queuing.
+	stateDir *statedir.Dir
+	// queuedActionTTL is the queue's TTL (DefaultQueuedActionTTL when zero).
+	queuedActionTTL time.Duration
 }
 
 func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixture {
@@ -85,19 +92,23 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	if opts.watcher != nil {
 		client.PrependWatchReactor("pods", k8stesting.DefaultWatchReactor(opts.watcher, nil))
 	}
-	pods := NewPodCache(typedClient{client}, testNode)
+	pods := NewPodCache(ctx, typedClient{client}, testNode, PodCacheOptions{StateDir: opts.stateDir})
 	actions := opts.actions
 	if actions == nil {
 		actions = typedClient{client}
 	}
-	svc := New(testNode, actions, pods, opts.apiTimeout)
+	var queue *ActionQueue
+	if opts.stateDir != nil {
+		queue = NewActionQueue(ctx, opts.stateDir, opts.queuedActionTTL, nil)
+	}
+	svc := New(testNode, actions, pods, Options{APITimeout: opts.apiTimeout, Auth: opts.auth, Queue: queue})
 	if opts.unsynced {
 		svc.synced = func() bool { return false }
 	}
 	if opts.tweak != nil {
 		opts.tweak(svc)
 	}
-	h, err := NewHandler(ctx, svc, opts.auth)
+	h, err := NewHandler(ctx, svc)
 	if err != nil {
 		t.Fatalf("NewHandler: %v", err)
 	}
@@ -106,6 +117,8 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	}
 	informerDone := make(chan struct{})
 	go func() { defer close(informerDone); pods.Run(ctx) }()
+	queueDone := make(chan struct{})
+	go func() { defer close(queueDone); svc.RunQueue(ctx) }()
 	if !opts.unsynced {
 		cache.WaitForCacheSync(ctx.Done(), pods.HasSynced)
 	}
@@ -144,6 +157,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 			serveErr = errors.New("serve did not return within 10s after its context ended")
 		}
 		<-informerDone
+		<-queueDone
 		return serveErr
 	}
 	t.Cleanup(func() {
@@ -154,7 +168,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		}
 	})
 	return &fixture{
-		t: t, client: client, svc: svc, base: scheme + "://" + addr, addr: addr,
+		t: t, client: client, svc: svc, pods: pods, base: scheme + "://" + addr, addr: addr,
 		rpc: edgeotav1.NewOTAServiceClient(conn),
 		http: &http.Client{
 			Transport:     httpTransport,

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
@@ -81,24 +82,22 @@ type upgradeView struct {
 
 func newUpgradeView(srv *Server, opts UpgradeOptions) *upgradeView {
 	v := &upgradeView{
-		srv:      srv,
-		stall:    watchStall,
-		backlog:  watchBacklog,
-		kick:     make(chan struct{}, 1),
-		memory:   map[appKey]*appMemory{},
-		apps:     map[appKey]*edgeotav1.App{},
-		watchers: map[*watcher]struct{}{},
+		srv:       srv,
+		rule:      phaseRule{deadline: cmpOr(opts.Deadline, health.DefaultDeadline)},
+		heartbeat: cmpOr(opts.Heartbeat, DefaultHeartbeat),
+		stall:     watchStall,
+		backlog:   watchBacklog,
+		max:       cmpOr(opts.MaxWatchers, DefaultMaxWatchers),
+		kick:      make(chan struct{}, 1),
+		memory:    map[appKey]*appMemory{},
+		apps:      map[appKey]*edgeotav1.App{},
+		watchers:  map[*watcher]struct{}{},
 	}
-	v.configure(opts)
+	if srv.queue != nil {
+		v.rule.queued = srv.queue.Queued
+	}
+	v.targets = newTargets(opts.Revisions, opts.StateDir, cmpOr(opts.TargetJitter, DefaultTargetJitter), srv.apiTimeout, v.changed)
 	return v
-}
-
-// configure applies opts; only before run.
-func (v *upgradeView) configure(opts UpgradeOptions) {
-	v.rule = phaseRule{deadline: cmpOr(opts.Deadline, health.DefaultDeadline)}
-	v.heartbeat = cmpOr(opts.Heartbeat, DefaultHeartbeat)
-	v.max = cmpOr(opts.MaxWatchers, DefaultMaxWatchers)
-	v.targets = newTargets(opts.Revisions, opts.StateDir, cmpOr(opts.TargetJitter, DefaultTargetJitter), v.srv.apiTimeout, v.changed)
 }
 
 // cmpOr is its first argument unless zero, else the default.
@@ -166,10 +165,11 @@ func (v *upgradeView) refresh(ctx context.Context, now time.Time) time.Duration 
 }
 
 func (v *upgradeView) refreshLocked(ctx context.Context, now time.Time) time.Duration {
-	if !v.srv.synced() {
+	lister, _, ok := v.srv.podSource()
+	if !ok {
 		return unsynced
 	}
-	pods, err := v.srv.lister.List(labels.Everything())
+	pods, err := lister.List(labels.Everything())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing cached pods")
 		return unsynced
@@ -214,7 +214,30 @@ func (v *upgradeView) refreshLocked(ctx context.Context, now time.Time) time.Dur
 	}
 	v.targets.retain(offered, klog.FromContext(ctx))
 	v.publishLocked(next)
+	if !v.srv.synced() {
+		// Served from the stored view: look again soon for the live one.
+		return unsynced
+	}
 	return recheck
+}
+
+// podSource is where the owner's view reads the node's pods, and how fresh
+// they are: the pod cache once it has synced, before that the view a previous
+// run stored (see ListPods); ok is false while there is neither.
+func (s *Server) podSource() (pods corelisters.PodLister, syncedAt time.Time, ok bool) {
+	switch {
+	case s.synced():
+		return s.lister, s.lastContact(), true
+	case s.stored != nil:
+		return s.stored.pods, s.stored.lastContact, true
+	}
+	return nil, time.Time{}, false
+}
+
+// syncedAt is how fresh the view is.
+func (v *upgradeView) syncedAt() *timestamppb.Timestamp {
+	_, at, _ := v.srv.podSource()
+	return timestamppb.New(at)
 }
 
 // gapLeft is how long an app without pods is still shown as upgrading.
@@ -263,7 +286,7 @@ func (v *upgradeView) publishLocked(next map[appKey]*edgeotav1.App) {
 	if len(events) == 0 {
 		return
 	}
-	syncedAt := timestamppb.New(v.srv.lastContact())
+	syncedAt := v.syncedAt()
 	for _, e := range events {
 		e.SyncedAt = syncedAt
 	}
@@ -288,13 +311,13 @@ func (v *upgradeView) snapshotLocked() []*edgeotav1.App {
 	return apps
 }
 
-// ListUpgrades answers from the pod cache, as ListPods does, with the
-// freshness header.
+// ListUpgrades answers from the pod cache, or the stored view before it
+// syncs, as ListPods does, with the freshness header.
 func (s *Server) ListUpgrades(ctx context.Context, _ *edgeotav1.ListUpgradesRequest) (*edgeotav1.ListUpgradesResponse, error) {
-	if !s.synced() {
-		return nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet")
+	_, at, ok := s.podSource()
+	if !ok {
+		return nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet and no stored view could be read")
 	}
-	at := s.lastContact()
 	setSyncedAt(ctx, at)
 	v := s.upgrades
 	v.mu.Lock()

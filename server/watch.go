@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
@@ -50,8 +49,8 @@ func (v *upgradeView) subscribe(ctx context.Context) (*watcher, []*edgeotav1.App
 	switch {
 	case v.closed:
 		return nil, nil, status.Error(codes.Unavailable, "the agent is shutting down")
-	case !v.srv.synced():
-		return nil, nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet")
+	case !v.srv.hasView():
+		return nil, nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet and no stored view could be read")
 	case len(v.watchers) >= v.max:
 		return nil, nil, status.Errorf(codes.ResourceExhausted, "too many watches: at most %d at once", v.max)
 	}
@@ -87,6 +86,12 @@ func (v *upgradeView) close() {
 	}
 }
 
+// hasView reports whether the owner's view has pods to show.
+func (s *Server) hasView() bool {
+	_, _, ok := s.podSource()
+	return ok
+}
+
 // sendFunc sends one message of a watch.
 type sendFunc func(*edgeotav1.WatchUpgradesResponse) error
 
@@ -113,8 +118,7 @@ func (v *upgradeView) stream(ctx context.Context, send sendFunc, setDeadline fun
 		return nil
 	}
 	if err := deliver(&edgeotav1.WatchUpgradesResponse{
-		Type: edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_SNAPSHOT, Apps: snapshot,
-		SyncedAt: timestamppb.New(v.srv.lastContact()),
+		Type: edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_SNAPSHOT, Apps: snapshot, SyncedAt: v.syncedAt(),
 	}); err != nil {
 		return err
 	}
@@ -129,10 +133,7 @@ func (v *upgradeView) stream(ctx context.Context, send sendFunc, setDeadline fun
 			return w.err
 		case e = <-w.events:
 		case <-heartbeat.C:
-			e = &edgeotav1.WatchUpgradesResponse{
-				Type:     edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_HEARTBEAT,
-				SyncedAt: timestamppb.New(v.srv.lastContact()),
-			}
+			e = &edgeotav1.WatchUpgradesResponse{Type: edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_HEARTBEAT, SyncedAt: v.syncedAt()}
 		}
 		if err := deliver(e); err != nil {
 			return err
@@ -152,7 +153,8 @@ func (s *Server) WatchUpgrades(_ *edgeotav1.WatchUpgradesRequest, ss grpc.Server
 	if !ok {
 		setDeadline = func(time.Time) error { return nil }
 	}
-	_ = ss.SetHeader(syncedAtMD(s.lastContact()))
+	_, at, _ := s.podSource()
+	_ = ss.SetHeader(syncedAtMD(at))
 	return s.upgrades.stream(ctx, ss.Send, setDeadline)
 }
 
@@ -197,7 +199,8 @@ func (h *Handler) serveWatchREST(w http.ResponseWriter, r *http.Request) {
 			started = true
 			w.Header().Set("Content-Type", mimeJSON)
 			w.Header().Set("X-Content-Type-Options", "nosniff")
-			w.Header().Set(textproto.CanonicalMIMEHeaderKey(SyncedAtHeader), formatSyncedAt(h.svc.lastContact()))
+			_, at, _ := h.svc.podSource()
+			w.Header().Set(textproto.CanonicalMIMEHeaderKey(SyncedAtHeader), formatSyncedAt(at))
 			w.WriteHeader(http.StatusOK)
 		}
 		b, err := marshal.Marshal(e)

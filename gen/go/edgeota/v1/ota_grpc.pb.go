@@ -29,6 +29,8 @@ const (
 	OTAService_ListPods_FullMethodName      = "/edgeota.v1.OTAService/ListPods"
 	OTAService_ImagePull_FullMethodName     = "/edgeota.v1.OTAService/ImagePull"
 	OTAService_Upgrade_FullMethodName       = "/edgeota.v1.OTAService/Upgrade"
+	OTAService_ListActions_FullMethodName   = "/edgeota.v1.OTAService/ListActions"
+	OTAService_CancelAction_FullMethodName  = "/edgeota.v1.OTAService/CancelAction"
 	OTAService_ListUpgrades_FullMethodName  = "/edgeota.v1.OTAService/ListUpgrades"
 	OTAService_WatchUpgrades_FullMethodName = "/edgeota.v1.OTAService/WatchUpgrades"
 )
@@ -55,6 +57,15 @@ type OTAServiceClient interface {
 	// image pre-pull for the target revision is under way or has failed.
 	// REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
 	Upgrade(ctx context.Context, in *UpgradeRequest, opts ...grpc.CallOption) (*UpgradeResponse, error)
+	// ListActions lists the upgrades and image pre-pulls queued on this node
+	// while the API server was unreachable (see queue_if_offline), and the
+	// latest outcomes of queued actions. Viewers may call it.
+	// REST: GET /edgeota.io/v1/actions
+	ListActions(ctx context.Context, in *ListActionsRequest, opts ...grpc.CallOption) (*ListActionsResponse, error)
+	// CancelAction drops a queued action before it runs; the cancellation is
+	// kept as its outcome. Upgraders may call it.
+	// REST: DELETE /edgeota.io/v1/namespaces/{namespace}/pods/{name}/actions/{action}
+	CancelAction(ctx context.Context, in *CancelActionRequest, opts ...grpc.CallOption) (*CancelActionResponse, error)
 	// ListUpgrades lists this node's apps (a DaemonSet with a pod here) with
 	// where each upgrade stands: the phase, the current and target revisions
 	// and images, and why. Answered from the agent's cache. Viewers may call it.
@@ -102,6 +113,26 @@ func (c *oTAServiceClient) Upgrade(ctx context.Context, in *UpgradeRequest, opts
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpgradeResponse)
 	err := c.cc.Invoke(ctx, OTAService_Upgrade_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oTAServiceClient) ListActions(ctx context.Context, in *ListActionsRequest, opts ...grpc.CallOption) (*ListActionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListActionsResponse)
+	err := c.cc.Invoke(ctx, OTAService_ListActions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oTAServiceClient) CancelAction(ctx context.Context, in *CancelActionRequest, opts ...grpc.CallOption) (*CancelActionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelActionResponse)
+	err := c.cc.Invoke(ctx, OTAService_CancelAction_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +190,15 @@ type OTAServiceServer interface {
 	// image pre-pull for the target revision is under way or has failed.
 	// REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
 	Upgrade(context.Context, *UpgradeRequest) (*UpgradeResponse, error)
+	// ListActions lists the upgrades and image pre-pulls queued on this node
+	// while the API server was unreachable (see queue_if_offline), and the
+	// latest outcomes of queued actions. Viewers may call it.
+	// REST: GET /edgeota.io/v1/actions
+	ListActions(context.Context, *ListActionsRequest) (*ListActionsResponse, error)
+	// CancelAction drops a queued action before it runs; the cancellation is
+	// kept as its outcome. Upgraders may call it.
+	// REST: DELETE /edgeota.io/v1/namespaces/{namespace}/pods/{name}/actions/{action}
+	CancelAction(context.Context, *CancelActionRequest) (*CancelActionResponse, error)
 	// ListUpgrades lists this node's apps (a DaemonSet with a pod here) with
 	// where each upgrade stands: the phase, the current and target revisions
 	// and images, and why. Answered from the agent's cache. Viewers may call it.
@@ -190,6 +230,12 @@ func (UnimplementedOTAServiceServer) ImagePull(context.Context, *ImagePullReques
 }
 func (UnimplementedOTAServiceServer) Upgrade(context.Context, *UpgradeRequest) (*UpgradeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Upgrade not implemented")
+}
+func (UnimplementedOTAServiceServer) ListActions(context.Context, *ListActionsRequest) (*ListActionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListActions not implemented")
+}
+func (UnimplementedOTAServiceServer) CancelAction(context.Context, *CancelActionRequest) (*CancelActionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelAction not implemented")
 }
 func (UnimplementedOTAServiceServer) ListUpgrades(context.Context, *ListUpgradesRequest) (*ListUpgradesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUpgrades not implemented")
@@ -272,6 +318,42 @@ func _OTAService_Upgrade_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OTAService_ListActions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListActionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OTAServiceServer).ListActions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OTAService_ListActions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OTAServiceServer).ListActions(ctx, req.(*ListActionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OTAService_CancelAction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelActionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OTAServiceServer).CancelAction(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OTAService_CancelAction_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OTAServiceServer).CancelAction(ctx, req.(*CancelActionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _OTAService_ListUpgrades_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListUpgradesRequest)
 	if err := dec(in); err != nil {
@@ -319,6 +401,14 @@ var OTAService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Upgrade",
 			Handler:    _OTAService_Upgrade_Handler,
+		},
+		{
+			MethodName: "ListActions",
+			Handler:    _OTAService_ListActions_Handler,
+		},
+		{
+			MethodName: "CancelAction",
+			Handler:    _OTAService_CancelAction_Handler,
 		},
 		{
 			MethodName: "ListUpgrades",

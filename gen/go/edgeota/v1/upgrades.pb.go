@@ -311,8 +311,12 @@ type App struct {
 	Message string `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
 	// When the app last changed phase, as the agent saw it.
 	LastTransitionTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_transition_time,json=lastTransitionTime,proto3" json:"last_transition_time,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The owner's actions queued for the app's pod while the API server was
+	// unreachable (see queue_if_offline and ListActions): a pre-pull, an
+	// upgrade, or both, in the order they will run.
+	QueuedActions []*QueuedAction `protobuf:"bytes,12,rep,name=queued_actions,json=queuedActions,proto3" json:"queued_actions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *App) Reset() {
@@ -418,6 +422,13 @@ func (x *App) GetMessage() string {
 func (x *App) GetLastTransitionTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.LastTransitionTime
+	}
+	return nil
+}
+
+func (x *App) GetQueuedActions() []*QueuedAction {
+	if x != nil {
+		return x.QueuedActions
 	}
 	return nil
 }
@@ -539,11 +550,11 @@ var File_edgeota_v1_upgrades_proto protoreflect.FileDescriptor
 const file_edgeota_v1_upgrades_proto_rawDesc = "" +
 	"\n" +
 	"\x19edgeota/v1/upgrades.proto\x12\n" +
-	"edgeota.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x15\n" +
+	"edgeota.v1\x1a\x18edgeota/v1/actions.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x15\n" +
 	"\x13ListUpgradesRequest\"t\n" +
 	"\x14ListUpgradesResponse\x12#\n" +
 	"\x04apps\x18\x01 \x03(\v2\x0f.edgeota.v1.AppR\x04apps\x127\n" +
-	"\tsynced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bsyncedAt\"\xee\x04\n" +
+	"\tsynced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bsyncedAt\"\xaf\x05\n" +
 	"\x03App\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1d\n" +
 	"\n" +
@@ -557,7 +568,8 @@ const file_edgeota_v1_upgrades_proto_rawDesc = "" +
 	"\x06reason\x18\t \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\n" +
 	" \x01(\tR\amessage\x12L\n" +
-	"\x14last_transition_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x1a@\n" +
+	"\x14last_transition_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x12?\n" +
+	"\x0equeued_actions\x18\f \x03(\v2\x18.edgeota.v1.QueuedActionR\rqueuedActions\x1a@\n" +
 	"\x12CurrentImagesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +
@@ -615,6 +627,7 @@ var file_edgeota_v1_upgrades_proto_goTypes = []any{
 	nil,                           // 7: edgeota.v1.App.CurrentImagesEntry
 	nil,                           // 8: edgeota.v1.App.TargetImagesEntry
 	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*QueuedAction)(nil),          // 10: edgeota.v1.QueuedAction
 }
 var file_edgeota_v1_upgrades_proto_depIdxs = []int32{
 	4,  // 0: edgeota.v1.ListUpgradesResponse.apps:type_name -> edgeota.v1.App
@@ -623,15 +636,16 @@ var file_edgeota_v1_upgrades_proto_depIdxs = []int32{
 	7,  // 3: edgeota.v1.App.current_images:type_name -> edgeota.v1.App.CurrentImagesEntry
 	8,  // 4: edgeota.v1.App.target_images:type_name -> edgeota.v1.App.TargetImagesEntry
 	9,  // 5: edgeota.v1.App.last_transition_time:type_name -> google.protobuf.Timestamp
-	1,  // 6: edgeota.v1.WatchUpgradesResponse.type:type_name -> edgeota.v1.UpgradeEventType
-	4,  // 7: edgeota.v1.WatchUpgradesResponse.apps:type_name -> edgeota.v1.App
-	4,  // 8: edgeota.v1.WatchUpgradesResponse.app:type_name -> edgeota.v1.App
-	9,  // 9: edgeota.v1.WatchUpgradesResponse.synced_at:type_name -> google.protobuf.Timestamp
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	10, // 6: edgeota.v1.App.queued_actions:type_name -> edgeota.v1.QueuedAction
+	1,  // 7: edgeota.v1.WatchUpgradesResponse.type:type_name -> edgeota.v1.UpgradeEventType
+	4,  // 8: edgeota.v1.WatchUpgradesResponse.apps:type_name -> edgeota.v1.App
+	4,  // 9: edgeota.v1.WatchUpgradesResponse.app:type_name -> edgeota.v1.App
+	9,  // 10: edgeota.v1.WatchUpgradesResponse.synced_at:type_name -> google.protobuf.Timestamp
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_edgeota_v1_upgrades_proto_init() }
@@ -639,6 +653,7 @@ func file_edgeota_v1_upgrades_proto_init() {
 	if File_edgeota_v1_upgrades_proto != nil {
 		return
 	}
+	file_edgeota_v1_actions_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
