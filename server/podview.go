@@ -106,36 +106,35 @@ type viewStore struct {
 
 // persist keeps the stored view current until ctx is done, then writes it a
 // last time if it changed. Nothing is written before the informer has synced:
-// until then the stored view is the better one.
+// until then the stored view is the better one. It checks every
+// podViewWriteInterval, so a burst of pod events costs one write per interval.
 func (c *PodCache) persist(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return
-	}
+	var written bool
 	var writtenGeneration uint64
 	var writtenContact time.Time
-	write := func() {
-		generation, contact := c.generation.Load(), c.contact.last()
-		if err := c.writeView(logger, contact); err != nil {
-			logger.Error(err, "Storing the pod view; the previous one stays on disk")
-			return
-		}
-		writtenGeneration, writtenContact = generation, contact
-	}
-	write()
 	ticker := time.NewTicker(podViewWriteInterval)
 	defer ticker.Stop()
 	for {
+		var stopping bool
 		select {
 		case <-ctx.Done():
-			if c.generation.Load() != writtenGeneration || !c.contact.last().Equal(writtenContact) {
-				write()
-			}
-			return
+			stopping = true
 		case <-ticker.C:
 		}
-		if c.generation.Load() != writtenGeneration || c.contact.last().Sub(writtenContact) >= contactWriteInterval {
-			write()
+		if c.informer.HasSynced() {
+			generation, contact := c.generation.Load(), c.contact.last()
+			stale := contact.Sub(writtenContact) >= contactWriteInterval || (stopping && !contact.Equal(writtenContact))
+			if !written || generation != writtenGeneration || stale {
+				if err := c.writeView(logger, contact); err != nil {
+					logger.Error(err, "Storing the pod view; the previous one stays on disk")
+				} else {
+					written, writtenGeneration, writtenContact = true, generation, contact
+				}
+			}
+		}
+		if stopping {
+			return
 		}
 	}
 }

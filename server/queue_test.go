@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -264,19 +265,29 @@ func TestQueuedActionExpires(t *testing.T) {
 	}
 }
 
-// setTarget changes the pod's target revision in the fake API server.
-func (f *fixture) setTarget(name, hash string) {
+var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
+
+// setCondition sets one condition of a pod in the fake API server's store,
+// past the agent's cut link, as the controller would.
+func (f *fixture) setCondition(name string, want corev1.PodCondition) {
 	f.t.Helper()
-	pod, err := f.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	obj, err := f.client.Tracker().Get(podsGVR, "default", name)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	for i, c := range pod.Status.Conditions {
-		if c.Type == podcondition.NeedUpgrade {
-			pod.Status.Conditions[i].Message = podcondition.RevisionMessage(hash)
-		}
+	pod := obj.(*corev1.Pod).DeepCopy()
+	pod.Status.Conditions = slices.DeleteFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == want.Type })
+	pod.Status.Conditions = append(pod.Status.Conditions, want)
+	if err := f.client.Tracker().Update(podsGVR, pod, "default"); err != nil {
+		f.t.Fatal(err)
 	}
-	if _, err := f.client.CoreV1().Pods("default").UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+}
+
+// deletePod deletes a pod from the fake API server's store, past the agent's
+// cut link.
+func (f *fixture) deletePod(name string) {
+	f.t.Helper()
+	if err := f.client.Tracker().Delete(podsGVR, "default", name); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -289,20 +300,16 @@ func TestQueuedUpgradeIsRefused(t *testing.T) {
 		change func(*fixture)
 		want   string
 	}{
-		{"target moved", func(f *fixture) { f.setTarget("p", "9f9f9f9f9") },
-			"moved from " + testHash + " to 9f9f9f9f9 since the upgrade was queued"},
-		{"pod gone", func(f *fixture) {
-			if err := f.client.CoreV1().Pods("default").Delete(context.Background(), "p", metav1.DeleteOptions{}); err != nil {
-				f.t.Fatal(err)
-			}
-		}, "pod default/p is gone"},
+		{"target moved", func(f *fixture) {
+			f.setCondition("p", corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionTrue,
+				Message: podcondition.RevisionMessage("9f9f9f9f9")})
+		}, "moved from " + testHash + " to 9f9f9f9f9 since the upgrade was queued"},
+		{"pod gone", func(f *fixture) { f.deletePod("p") }, "pod default/p is gone"},
 		{"pod replaced", func(f *fixture) {
-			if err := f.client.CoreV1().Pods("default").Delete(context.Background(), "p", metav1.DeleteOptions{}); err != nil {
-				f.t.Fatal(err)
-			}
+			f.deletePod("p")
 			again := dsPod("p")
 			again.UID = "uid-p-2"
-			if _, err := f.client.CoreV1().Pods("default").Create(context.Background(), again, metav1.CreateOptions{}); err != nil {
+			if err := f.client.Tracker().Add(again); err != nil {
 				f.t.Fatal(err)
 			}
 		}, "was replaced since the upgrade was queued"},
@@ -387,15 +394,8 @@ func TestQueuedPullRunsBeforeTheUpgrade(t *testing.T) {
 	if got := f.actions().GetActions(); len(got) != 1 || got[0].GetAction() != ActionUpgrade {
 		t.Fatalf("got %v queued, want the upgrade waiting", got)
 	}
-	pod, err := f.client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: podcondition.ImageReady,
+	f.setCondition("p", corev1.PodCondition{Type: podcondition.ImageReady,
 		Status: corev1.ConditionTrue, Reason: podcondition.ReasonPullImageSuccess, Message: testTarget})
-	if _, err := f.client.CoreV1().Pods("default").UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	if o := f.outcome(ActionUpgrade); o.GetResult() != edgeotav1.ActionResult_ACTION_RESULT_DONE {
 		t.Fatalf("got upgrade outcome %v, want done", o)
 	}

@@ -83,7 +83,9 @@ func Open(path string) (*Dir, error) {
 // hands it to uid:gid, and does nothing else. It is what a privileged init
 // step runs (a hostPath is created owned by root) so that the agent, running
 // as an unprivileged user on a read-only root filesystem, can then Open it.
-// Only the directory itself changes owner: files already in it keep theirs.
+// It needs only CAP_CHOWN: the mode is set while root still owns the
+// directory, and a directory already handed over is left as it is (the
+// agent narrows its mode itself). Files in it keep their owners.
 func Prepare(path string, uid, gid int) error {
 	if path == "" || !filepath.IsAbs(path) {
 		return fmt.Errorf("the state directory's path %q must be absolute", path)
@@ -101,11 +103,14 @@ func Prepare(path string, uid, gid int) error {
 	if !info.IsDir() {
 		return fmt.Errorf("state directory %s is not a directory", path)
 	}
-	if err := os.Lchown(path, uid, gid); err != nil {
-		return fmt.Errorf("handing the state directory %s to %d:%d: %w", path, uid, gid, err)
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+		return nil
 	}
 	if err := os.Chmod(path, DirMode); err != nil {
 		return fmt.Errorf("setting the state directory %s to mode %v: %w", path, DirMode, err)
+	}
+	if err := os.Lchown(path, uid, gid); err != nil {
+		return fmt.Errorf("handing the state directory %s to %d:%d: %w", path, uid, gid, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -173,6 +174,27 @@ func TestPrepareCreatesAndHandsOver(t *testing.T) {
 	}
 	if _, err := Open(path); err != nil {
 		t.Errorf("Open after Prepare: %v", err)
+	}
+	// Handing it to another user needs CAP_CHOWN: the test runs it as root.
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := Prepare(other, 65532, 65532); err != nil {
+			t.Fatalf("Prepare for 65532: %v", err)
+		}
+		info, err := os.Stat(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if st.Uid != 65532 || st.Gid != 65532 || info.Mode().Perm() != DirMode {
+			t.Errorf("got %d:%d %v, want 65532:65532 %v", st.Uid, st.Gid, info.Mode().Perm(), DirMode)
+		}
+		if _, err := Open(other); err == nil || !strings.Contains(err.Error(), "owned by uid 65532") {
+			t.Errorf("Open as root of 65532's directory: got %v, want a refusal naming the owner", err)
+		}
 	}
 	if err := Prepare("relative", 0, 0); err == nil {
 		t.Error("Prepare of a relative path: got nil, want an error")
