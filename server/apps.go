@@ -38,9 +38,11 @@ type appMemory struct {
 	// controller marks every pod of an OTA DaemonSet, and a new pod is
 	// marked only a moment after it is created.
 	ota bool
-	// pod and revision are the current pod seen last, and its revision.
+	// pod and revision are the current pod seen last, and its revision;
+	// offered is the newer revision it was offered, if any.
 	pod      types.UID
 	revision string
+	offered  string
 	// upgrade follows a replacement of the app's pod; nil when none is under
 	// way or shown.
 	upgrade *replacement
@@ -209,12 +211,17 @@ func (r phaseRule) follow(in *appInput, mem *appMemory, need *corev1.PodConditio
 			// The same revision: a restart, not an upgrade.
 			mem.upgrade = nil
 		}
+	case in.current == nil && in.deleting == nil && mem.pod != "" && mem.offered != "" &&
+		(mem.upgrade == nil || mem.upgrade.old != mem.pod):
+		// The pod seen last is gone, its deletion unseen, while a newer
+		// version was offered: an upgrade, whose new pod is yet to come.
+		mem.upgrade = &replacement{old: mem.pod, target: mem.offered, since: now}
 	case mem.upgrade != nil && mem.upgrade.settled && target != "":
 		// A newer version is offered after the upgrade: the next change.
 		mem.upgrade = nil
 	}
 	if in.current != nil {
-		mem.pod, mem.revision = in.current.UID, in.current.Labels[revisionLabel]
+		mem.pod, mem.revision, mem.offered = in.current.UID, in.current.Labels[revisionLabel], target
 	}
 }
 

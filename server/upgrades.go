@@ -205,8 +205,10 @@ func (v *upgradeView) refreshLocked(ctx context.Context, now time.Time) time.Dur
 		}
 		// No pod: the gap of a replacement, shown as UPGRADING until the
 		// deadline; or the app has left the node.
+		gap := &appInput{key: key, owner: mem.owner}
+		v.rule.follow(gap, mem, nil, now)
 		if left := mem.upgrade.gapLeft(v.rule.deadline, now); mem.ota && left > 0 {
-			next[key] = v.rule.evaluate(&appInput{key: key, owner: mem.owner}, mem, targetInfo{}, now).app
+			next[key] = v.rule.evaluate(gap, mem, targetInfo{}, now).app
 			soonest(left)
 			continue
 		}
