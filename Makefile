@@ -8,11 +8,11 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build generate check lint breaking fresh fmt vet test test-unit test-fuzz test-e2e tools run bench clean
+.PHONY: all build generate sdk-ts check lint breaking fresh fmt vet test test-unit test-fuzz test-e2e tools run bench clean
 
 all: build
 
-## build: the two binaries, bin/ota-server and bin/ota-controller.
+## build: the binaries, bin/ota-server, bin/ota-controller and bin/otactl.
 # Static (no cgo: Go's own DNS resolver and user lookup, no libc mapped: ~1 MiB
 # less resident) and without symbol table or DWARF (stack traces keep their
 # function names; the binaries are a third smaller on the node's disk).
@@ -29,6 +29,14 @@ $(BIN)/buf: hack/buf/go.mod hack/buf/go.sum
 ## generate: regenerate gen/ (Go, gRPC, gateway, OpenAPI) from proto/.
 generate: $(BIN)/buf
 	$(BIN)/buf generate
+
+## sdk-ts: the TypeScript SDK (sdk/ts/gen/) regenerated with protoc-gen-es,
+## its packages installed from sdk/ts/package-lock.json (npm ci), and the
+## OpenAPI documents validated. Not needed by check.
+sdk-ts: $(BIN)/buf
+	cd sdk/ts && npm ci --no-audit --no-fund
+	$(BIN)/buf generate --template buf.gen.ts.yaml
+	node sdk/ts/validate-openapi.js gen/openapiv2/edgeota/v1/*.swagger.json
 
 ## check: buf lint and breaking, generated code freshness, gofmt, go vet.
 check: lint breaking fresh fmt vet
@@ -80,7 +88,7 @@ test-fuzz:
 	done
 
 ## test-e2e: the end-to-end suite against the embedded local cluster.
-test-e2e: tools build
+test-e2e: tools build sdk-ts
 	$(GO) test -count=1 -tags e2e -timeout 40m ./e2e/...
 
 ## tools: build the local cluster's binaries into bin/ (skips what is current).

@@ -3,11 +3,13 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -148,4 +150,68 @@ func (e *env) otactl(a agent, args ...string) (string, int) {
 	}
 	e.t.Fatal(fmt.Errorf("running otactl: %w", err))
 	return "", -1
+}
+
+// TestTypeScriptSDK drives the agent with the TypeScript client generated
+// from proto/ (sdk/ts, installed by `make sdk-ts`), run by Node.js: it lists
+// the apps, watches until the new version is offered, and upgrades.
+func TestTypeScriptSDK(t *testing.T) {
+	e := newEnv(t, 1)
+	node := localcluster.NodeName(1)
+	e.startController(e.cluster.Kubeconfig)
+	a := e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms")
+	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
+	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
+	app := e.ns + "/" + dsName
+
+	if out := e.node("list", a.addr); !strings.Contains(out, `"daemonSet":"nginx"`) || !strings.Contains(out, "UPGRADE_PHASE_UP_TO_DATE") {
+		t.Fatalf("list: got %s, want nginx UPGRADE_PHASE_UP_TO_DATE", out)
+	}
+
+	// The watch starts before the change and ends when it sees it.
+	watch := exec.CommandContext(e.ctx(), "node", filepath.Join(e.root, "sdk", "ts", "example.js"), "watch", a.addr, app, "UPGRADE_AVAILABLE", newImage)
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	watch.Stderr = &stderr
+	if err := watch.Start(); err != nil {
+		t.Fatalf("starting node: %v", err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || !strings.Contains(lines.Text(), "UPGRADE_EVENT_TYPE_SNAPSHOT") {
+		t.Fatalf("watch: got %q (%s), want the snapshot first", lines.Text(), stderr.String())
+	}
+	e.setImage(newImage)
+	var last string
+	for lines.Scan() {
+		last = lines.Text()
+	}
+	if err := watch.Wait(); err != nil || !strings.Contains(last, "UPGRADE_PHASE_UPGRADE_AVAILABLE") || !strings.Contains(last, newImage) {
+		t.Fatalf("watch: ended with %v (%s), last %s; want UPGRADE_AVAILABLE with %s", err, stderr.String(), last, newImage)
+	}
+
+	if out := e.node("upgrade", a.addr, app); !strings.Contains(out, "Start updating pod") {
+		t.Fatalf("upgrade: got %s, want Start updating pod", out)
+	}
+	if out := e.node("watch", a.addr, app, "UPGRADED", newImage); !strings.Contains(out, newImage) {
+		t.Errorf("watch until UPGRADED: got %s, want %s", out, newImage)
+	}
+}
+
+// node runs sdk/ts/example.js with the arguments and returns its output,
+// failing the test if it fails.
+func (e *env) node(args ...string) string {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx(), waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(e.root, "sdk", "ts", "example.js")}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		e.t.Fatalf("node example.js %s: %v: %s (run `make sdk-ts` first)", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
 }
