@@ -21,6 +21,14 @@
 //     the API server is unreachable, kept in the state directory, and their
 //     outcomes; actions.go: queuing them, ListActions, CancelAction, and
 //     RunQueue, which carries them out once the API server answers.
+//   - The owner's view, one entry per app (a DaemonSet with a pod here):
+//     apps.go: grouping pods into apps by owner, following an app across the
+//     replacement of its pod, and its phase (health.Judge decides FAILED);
+//     upgrades.go: the view kept current from the pod cache, ListUpgrades;
+//     watch.go: WatchUpgrades' bounded fan-out (snapshot, upserts, deletes,
+//     heartbeats, slow readers cut off) over gRPC and its own REST route;
+//     targets.go: the target revisions' images, one ControllerRevision read
+//     per new revision, jittered, kept in the state directory.
 //   - validate.go: namespace and name validation of path parameters.
 //   - errors.go: gRPC codes, HTTP statuses and API-server error mapping.
 //   - rest.go: content negotiation, plain-text bodies and the error handler
