@@ -8,7 +8,7 @@
 //	otactl [flags] pull NAMESPACE/DAEMONSET [--wait] [--timeout D]
 //	otactl [flags] upgrade NAMESPACE/DAEMONSET [--wait] [--queue-if-offline] [--timeout D]
 //
-// Exit codes: 0 done; 1 the pull or upgrade failed (the reason is printed,
+// --version prints the build. Exit codes: 0 done; 1 the pull or upgrade failed (the reason is printed,
 // e.g. CrashLoopBackOff); 2 bad usage; 3 --timeout passed; 4 the agent is
 // unreachable or unavailable; 5 unauthenticated, or the agent refused (its
 // message is printed); 6 no such app on this node.
@@ -28,6 +28,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/edgeota/edgeota/internal/version"
 )
 
 // Exit codes, documented in the package comment and the README.
@@ -56,6 +58,7 @@ type options struct {
 	wait           bool
 	queueIfOffline bool
 	timeout        time.Duration
+	version        bool
 }
 
 const usage = `usage: otactl [flags] COMMAND [ARGS]
@@ -93,6 +96,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.wait, "wait", false, "pull, upgrade: follow the app until the pull or upgrade is done or failed")
 	fs.BoolVar(&o.queueIfOffline, "queue-if-offline", false, "upgrade: if the agent cannot reach the API server, queue the upgrade until it can")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "pull, upgrade: give up waiting after this long (exit 3)")
+	fs.BoolVar(&o.version, "version", false, "print the version, git commit, build date and Go version, then exit")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -127,6 +131,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return exitUsage
+	}
+	if o.version {
+		fmt.Fprint(stdout, version.Get().String(fs.Name()))
+		return exitOK
 	}
 	if err := o.validate(positional); err != nil {
 		fmt.Fprintf(stderr, "otactl: %v\n", err)

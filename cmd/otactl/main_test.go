@@ -99,6 +99,13 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 // TestUnreachableAgent runs the whole command against a port nothing serves.
+func TestVersion(t *testing.T) {
+	var stdout bytes.Buffer
+	if code := run(t.Context(), []string{"--version"}, &stdout, io.Discard); code != exitOK || !strings.HasPrefix(stdout.String(), "otactl ") {
+		t.Errorf("got exit %d %q, want 0 and the version", code, stdout.String())
+	}
+}
+
 func TestUnreachableAgent(t *testing.T) {
 	var stderr bytes.Buffer
 	code := run(t.Context(), []string{"list", "--server", "127.0.0.1:1"}, io.Discard, &stderr)
