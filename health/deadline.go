@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,9 +15,9 @@ import (
 const ProgressDeadlineAnnotation = "edgeota.io/progress-deadline-seconds"
 
 // ParseProgressDeadline parses a ProgressDeadlineAnnotation value: a positive
-// whole number of seconds.
+// whole number of seconds, spaces around it ignored.
 func ParseProgressDeadline(value string) (time.Duration, error) {
-	n, err := strconv.ParseInt(value, 10, 32)
+	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("%s=%q: want a positive number of seconds", ProgressDeadlineAnnotation, value)
 	}

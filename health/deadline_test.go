@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseProgressDeadline(t *testing.T) {
-	for value, want := range map[string]time.Duration{"1": time.Second, "600": 10 * time.Minute} {
+	for value, want := range map[string]time.Duration{"1": time.Second, "600": 10 * time.Minute, " 30 ": 30 * time.Second} {
 		if got, err := ParseProgressDeadline(value); err != nil || got != want {
 			t.Errorf("%q: got %s, %v; want %s", value, got, err, want)
 		}
