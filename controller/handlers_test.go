@@ -87,6 +87,11 @@ func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 		{"status only", func(ds *appsv1.DaemonSet) { ds.Status.NumberReady = 7 }, 0},
 		{"spec", func(ds *appsv1.DaemonSet) { ds.Generation = 4 }, 1},
 		{"annotation", func(ds *appsv1.DaemonSet) { ds.Annotations[MaxUnavailableAnnotation] = "2" }, 1},
+		{"rollout status alone, the controller's own write", func(ds *appsv1.DaemonSet) { ds.Annotations[RolloutStatusAnnotation] = "{}" }, 0},
+		{"rollout status and another annotation", func(ds *appsv1.DaemonSet) {
+			ds.Annotations[RolloutStatusAnnotation] = "{}"
+			ds.Annotations[PausedAnnotation] = "true"
+		}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,7 +10,8 @@
 //
 // Where each concern lives:
 //   - root.go, tools.go: finding the checkout and the binaries in bin/.
-//   - stages.go, stages/: the kwokctl configuration and KWOK stages.
+//   - stages.go, stages/: the kwokctl configuration and KWOK stages (with
+//     the node heartbeat interval, Options.NodeHeartbeat).
 //   - cluster.go: creating and deleting a cluster.
 //   - components.go: the components' processes and ports, and waiting until
 //     every one of them is alive and listening.
