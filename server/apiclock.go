@@ -43,15 +43,16 @@ func (c *APIServerClock) observe(date string) {
 }
 
 // Now is the API server's time as last told, advanced since; the node's time
-// when it has told none.
+// when it has told none. It carries no monotonic reading: it is a wall time
+// to store and show.
 func (c *APIServerClock) Now() time.Time {
 	if c == nil {
-		return time.Now()
+		return time.Now().Round(0)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.date.IsZero() {
-		return time.Now()
+		return time.Now().Round(0)
 	}
 	return c.date.Add(time.Since(c.at))
 }
