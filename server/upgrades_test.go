@@ -430,3 +430,37 @@ func TestWatchUpgradesOverREST(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchOutlivesTheServerTimeouts: with the server's read and write
+// timeouts at 300ms, watches over both protocols keep receiving heartbeats
+// well past them.
+func TestWatchOutlivesTheServerTimeouts(t *testing.T) {
+	short := defaultLimits
+	short.read, short.write = 300*time.Millisecond, 300*time.Millisecond
+	f := newFixture(t, fixtureOptions{limits: &short, upgrades: UpgradeOptions{Heartbeat: 100 * time.Millisecond}}, dsPod("p"))
+	until := time.Now().Add(time.Second)
+
+	stream := f.watchStream(t.Context())
+	for time.Now().Before(until) {
+		if _, err := stream.Recv(); err != nil {
+			t.Fatalf("gRPC watch ended after the write timeout: %v", err)
+		}
+	}
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.base+watchUpgradesPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	until = time.Now().Add(time.Second)
+	for time.Now().Before(until) {
+		if !lines.Scan() {
+			t.Fatalf("REST watch ended after the write timeout: %v", lines.Err())
+		}
+	}
+}
