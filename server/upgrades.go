@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime/debug"
@@ -83,11 +84,11 @@ type upgradeView struct {
 func newUpgradeView(srv *Server, opts UpgradeOptions) *upgradeView {
 	v := &upgradeView{
 		srv:       srv,
-		rule:      phaseRule{deadline: cmpOr(opts.Deadline, health.DefaultDeadline)},
-		heartbeat: cmpOr(opts.Heartbeat, DefaultHeartbeat),
+		rule:      phaseRule{deadline: cmp.Or(opts.Deadline, health.DefaultDeadline)},
+		heartbeat: cmp.Or(opts.Heartbeat, DefaultHeartbeat),
 		stall:     watchStall,
 		backlog:   watchBacklog,
-		max:       cmpOr(opts.MaxWatchers, DefaultMaxWatchers),
+		max:       cmp.Or(opts.MaxWatchers, DefaultMaxWatchers),
 		kick:      make(chan struct{}, 1),
 		memory:    map[appKey]*appMemory{},
 		apps:      map[appKey]*edgeotav1.App{},
@@ -96,16 +97,7 @@ func newUpgradeView(srv *Server, opts UpgradeOptions) *upgradeView {
 	if srv.queue != nil {
 		v.rule.queued = srv.queue.Queued
 	}
-	v.targets = newTargets(opts.Revisions, opts.StateDir, cmpOr(opts.TargetJitter, DefaultTargetJitter), srv.apiTimeout, v.changed)
-	return v
-}
-
-// cmpOr is its first argument unless zero, else the default.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
+	v.targets = newTargets(opts.Revisions, opts.StateDir, cmp.Or(opts.TargetJitter, DefaultTargetJitter), srv.apiTimeout, v.changed)
 	return v
 }
 
