@@ -50,11 +50,13 @@ type nodeAPIFigures struct {
 }
 
 // startAgent runs bin/ota-server for agentNode with the admin kubeconfig and
-// waits until its cache has synced.
+// a state directory in the bench's log dir, and waits until its cache has
+// synced.
 func startAgent(ctx context.Context, s *session) (*child, error) {
 	a, err := s.start("ota-server", func(host, port string) []string {
 		return []string{"--bind-address", host, "--port", port}
-	}, s.cluster.Tools.Path("ota-server"), "--kubeconfig", s.cluster.Kubeconfig, "--node-name", agentNode)
+	}, s.cluster.Tools.Path("ota-server"), "--kubeconfig", s.cluster.Kubeconfig, "--node-name", agentNode,
+		"--state-dir", filepath.Join(s.logDir, "ota-server-state-nodeapi"))
 	if err != nil {
 		return nil, err
 	}
