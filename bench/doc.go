@@ -24,8 +24,8 @@
 //   - session.go: the cluster and the measured processes; the only place
 //     that starts either.
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
-//   - rollout.go, cutoff.go, marking.go, nodeapi.go, upgrade.go: one
-//     scenario each, with its targets and its table.
+//   - rollout.go, cutoff.go, marking.go, nodeapi.go, upgrade.go,
+//     persistence.go: one scenario each, with its targets and its table.
 //   - ceiling.go: the node API's ceiling server (this binary, sub-command).
 //   - workload.go: DaemonSets, namespaces, image changes, pod readiness.
 //   - watch.go: informer-backed views a scenario waits on while it samples.

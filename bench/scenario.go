@@ -35,6 +35,7 @@ var scenarios = []scenario{
 	markingScenario,
 	nodeAPIScenario,
 	upgradeScenario,
+	persistenceScenario,
 }
 
 // findings carry figures from one scenario to a later one that compares with

@@ -143,18 +143,29 @@ func (s *session) startController(ctx context.Context, name string, extra ...str
 // agentNode is the node whose agent is measured.
 var agentNode = localcluster.NodeName(1)
 
-// nodeAgent returns the agent of agentNode with the default flags, started
-// by the first scenario that asks and shared by those after it until the
-// session ends.
+// nodeAgent returns the agent of agentNode with a state directory in the
+// bench's log dir, started by the first scenario that asks and shared by
+// those after it until stopNodeAgent or the session's end.
 func (s *session) nodeAgent(ctx context.Context) (*child, error) {
 	if s.agent == nil {
-		a, err := s.startAgent(ctx, "ota-server")
+		a, err := s.startAgent(ctx, "ota-server", "--state-dir", filepath.Join(s.logDir, "ota-server-state-nodeapi"))
 		if err != nil {
 			return nil, err
 		}
 		s.agent = a
 	}
 	return s.agent, nil
+}
+
+// stopNodeAgent stops the shared agent, if it runs, for a scenario that
+// measures agents of its own on the same node.
+func (s *session) stopNodeAgent() error {
+	if s.agent == nil {
+		return nil
+	}
+	err := s.stopChild(s.agent)
+	s.agent = nil
+	return err
 }
 
 // startAgent runs a fresh bin/ota-server named name (its log is

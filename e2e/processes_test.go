@@ -24,17 +24,21 @@ func (e *env) startController(kubeconfig string, extra ...string) {
 type agent struct {
 	node string
 	addr string // host:port
+	// stateDir is its --state-dir, in the test's log dir unless extra flags
+	// named another.
+	stateDir string
 }
 
 // startAgent runs bin/ota-server for the node on a free loopback port with the
-// kubeconfig, waits until its pod cache has synced, and stops it when the
-// test ends. extra adds flags.
+// kubeconfig and a state directory of its own in the test's log dir, waits
+// until it serves a view of its pods, and stops it when the test ends. extra
+// adds flags (a later flag wins, so extra can name another --state-dir).
 func (e *env) startAgent(node, kubeconfig string, extra ...string) agent {
 	e.t.Helper()
 	port := freePort(e)
-	a := agent{node: node, addr: net.JoinHostPort("127.0.0.1", port)}
+	a := agent{node: node, addr: net.JoinHostPort("127.0.0.1", port), stateDir: filepath.Join(e.logDir, "state-"+node)}
 	args := append([]string{e.cluster.Tools.Path("ota-server"),
-		"--kubeconfig", kubeconfig, "--node-name", node, "--port", port}, extra...)
+		"--kubeconfig", kubeconfig, "--node-name", node, "--port", port, "--state-dir", a.stateDir}, extra...)
 	p := e.start("ota-server-"+node, args...)
 	if err := p.WaitReady(e.t.Context(), "http://"+a.addr+"/readyz", waitTimeout); err != nil {
 		e.t.Fatal(err)

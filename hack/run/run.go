@@ -17,6 +17,10 @@ import (
 // suite uses other names, so both can run at once.
 const clusterName = "edgeota"
 
+// agentStateDir is the agent's --state-dir, relative to the checkout: its
+// stored view of the pods and its queued actions stay inside the checkout.
+const agentStateDir = ".kwok/ota-server-state"
+
 // agentReadyTimeout bounds the wait for the agent's first cache sync.
 const agentReadyTimeout = time.Minute
 
@@ -114,7 +118,8 @@ func (s *session) up(ctx context.Context, opts options) error {
 	step("Starting ota-server for %s on %s ...", s.agentNode, s.agentAddr)
 	host, port, _ := net.SplitHostPort(s.agentAddr)
 	if err := s.start("ota-server", filepath.Join(logs, "ota-server.log"), tools.Path("ota-server"),
-		"--kubeconfig", s.cluster.Kubeconfig, "--node-name", s.agentNode, "--bind-address", host, "--port", port); err != nil {
+		"--kubeconfig", s.cluster.Kubeconfig, "--node-name", s.agentNode, "--bind-address", host, "--port", port,
+		"--state-dir", filepath.Join(s.root, agentStateDir)); err != nil {
 		return err
 	}
 	if err := s.processes[len(s.processes)-1].WaitReady(ctx, "http://"+s.agentAddr+"/readyz", agentReadyTimeout); err != nil {
