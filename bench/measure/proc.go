@@ -69,16 +69,7 @@ type Memory struct {
 
 // ReadMemory reads the memory of process pid from /proc/PID/status.
 func ReadMemory(pid int) (Memory, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return Memory{}, fmt.Errorf("reading the memory of process %d: %w", pid, err)
-	}
-	defer f.Close()
-	m, err := ParseMemory(f)
-	if err != nil {
-		return Memory{}, fmt.Errorf("reading the memory of process %d: %w", pid, err)
-	}
-	return m, nil
+	return readProc(pid, "status", "memory", ParseMemory)
 }
 
 // ParseMemory reads VmRSS, VmHWM and RssAnon from a /proc/PID/status; each
@@ -91,6 +82,20 @@ func ParseMemory(status io.Reader) (Memory, error) {
 	}
 	m.RSS, m.PeakRSS, m.AnonRSS = m.RSS<<10, m.PeakRSS<<10, m.AnonRSS<<10
 	return m, nil
+}
+
+// readProc parses /proc/PID/NAME, naming what it reads in errors.
+func readProc[T any](pid int, name, what string, parse func(io.Reader) (T, error)) (T, error) {
+	var v T
+	f, err := os.Open(fmt.Sprintf("/proc/%d/%s", pid, name))
+	if err != nil {
+		return v, fmt.Errorf("reading the %s of process %d: %w", what, pid, err)
+	}
+	defer f.Close()
+	if v, err = parse(f); err != nil {
+		return v, fmt.Errorf("reading the %s of process %d: %w", what, pid, err)
+	}
+	return v, nil
 }
 
 // parseKeyed reads "key: value" lines, storing the integer value (less unit)
@@ -134,16 +139,7 @@ type IO struct {
 // ReadIO reads the I/O counters of process pid from /proc/PID/io, which
 // only the process's owner (or root) may read.
 func ReadIO(pid int) (IO, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		return IO{}, fmt.Errorf("reading the I/O of process %d: %w", pid, err)
-	}
-	defer f.Close()
-	c, err := ParseIO(f)
-	if err != nil {
-		return IO{}, fmt.Errorf("reading the I/O of process %d: %w", pid, err)
-	}
-	return c, nil
+	return readProc(pid, "io", "I/O", ParseIO)
 }
 
 // ParseIO reads syscw, wchar and write_bytes from a /proc/PID/io; each must
