@@ -144,7 +144,8 @@ run: tools build
 
 ## bench: rollout, marking and node-API figures beside their baselines, on
 ## the local cluster; writes bench/results/latest.md. BENCH_NODES (500),
-## BENCH_SECONDS (5 per load level), BENCH_PAIRS (3), BENCH_UPGRADES (20).
+## BENCH_SECONDS (5 per load level), BENCH_PAIRS (3), BENCH_UPGRADES (20),
+## BENCH_SCENARIOS (all; e.g. rollout,nodeapi).
 bench: tools build
 	$(GO) run ./bench
 

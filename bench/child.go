@@ -1,30 +1,22 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/edgeota/edgeota/bench/measure"
 	"github.com/edgeota/edgeota/localcluster"
 )
-
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100
-// on every Linux architecture Go supports.
-const clockTicks = 100
 
 // readyTimeout bounds the wait for a child to answer on its port.
 const readyTimeout = time.Minute
 
 // child is one of the binaries under measurement, run as a child process
-// listening on a loopback port, with its CPU time and peak memory read from
-// /proc so that every scenario's figures are its own.
+// listening on a loopback port, with its CPU time and memory read from /proc
+// so that every scenario's figures are its own.
 type child struct {
 	*localcluster.Process
 	addr string // host:port it serves on
@@ -32,54 +24,26 @@ type child struct {
 
 // cpu is the CPU time (user + system) the process has used so far.
 func (c *child) cpu() (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Pid()))
+	d, err := measure.CPUTime(c.Pid())
 	if err != nil {
-		return 0, fmt.Errorf("reading the CPU time of %s: %w", c.Name, err)
+		return 0, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	// The command name, field 2, may hold spaces; count fields after its ')'.
-	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("reading the CPU time of %s: short /proc stat", c.Name)
+	return d, nil
+}
+
+// memory is the process's memory now, and its peak so far.
+func (c *child) memory() (measure.Memory, error) {
+	m, err := measure.ReadMemory(c.Pid())
+	if err != nil {
+		return m, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	var ticks int64
-	for _, f := range fields[11:13] { // utime, stime: fields 14 and 15
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("reading the CPU time of %s: %w", c.Name, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	return m, nil
 }
 
 // peakRSS is the process's high-water resident set size (VmHWM), in bytes.
 func (c *child) peakRSS() (int64, error) {
-	return c.memory("VmHWM:")
-}
-
-// rss is the process's resident set size now (VmRSS), in bytes.
-func (c *child) rss() (int64, error) {
-	return c.memory("VmRSS:")
-}
-
-// memory reads a kB field of /proc/PID/status, in bytes.
-func (c *child) memory(field string) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.Pid()))
-	if err != nil {
-		return 0, fmt.Errorf("reading the memory of %s: %w", c.Name, err)
-	}
-	defer f.Close()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		if rest, ok := strings.CutPrefix(scanner.Text(), field); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("reading the memory of %s: %w", c.Name, err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("reading the memory of %s: no %s in /proc status: %w", c.Name, field, scanner.Err())
+	m, err := c.memory()
+	return m.PeakRSS, err
 }
 
 // get fetches path from the child and returns the body of a 200 answer.

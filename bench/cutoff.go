@@ -2,34 +2,54 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/bench/measure"
 )
 
-// cutoffNamespace holds scenario 2's DaemonSet.
+// cutoffScenario: 20% of the nodes cut off (Ready=Unknown) before the image
+// change; the Ready nodes' rollout is compared with the rollout scenario's
+// all-Ready one, then the cut nodes come back at once and each one's upgrade
+// is timed from its return.
+var cutoffScenario = scenario{name: "cutoff", needs: []string{rolloutScenario.name}, run: runCutOff}
+
+// Its targets: the Ready 80% done in about 80% of the all-Ready time (the
+// budget still counts all N), and a returning node's old pod deleted within
+// a second of its return.
+const (
+	cutoffRatioTarget  = 0.85
+	returnDeleteTarget = time.Second
+)
+
+// cutoffNamespace holds the cut-off scenario's DaemonSet.
 const cutoffNamespace = "bench-cutoff"
 
 // labelParallelism bounds the node label patches in flight: cutting 100
-// nodes off one at a time, as localcluster.CutOff does, would take minutes.
+// nodes off one at a time, waiting for each as localcluster.CutOff does,
+// would take minutes.
 const labelParallelism = 16
 
-// cutoffFigures are scenario 2's results.
+// cutoffFigures are the cut-off scenario's results.
 type cutoffFigures struct {
 	cut       int
 	readyDone rollout         // image change until every Ready node is done
 	deleted   []time.Duration // per returning node: Ready until its old pod is deleted
 	replaced  []time.Duration // per returning node: Ready until its new pod is Ready
 	peakRSS   int64
+}
+
+func runCutOff(ctx context.Context, s *session, found *findings) (table, error) {
+	f, err := benchCutOff(ctx, s)
+	if err != nil {
+		return table{}, err
+	}
+	return cutoffTable(s.p, f, found.rolloutWall), nil
 }
 
 // benchCutOff cuts 20% of the nodes off, rolls the AdvancedRollingUpdate
@@ -55,7 +75,7 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	if err != nil {
 		return f, err
 	}
-	if err := setCutOff(ctx, s, cut, true); err != nil {
+	if err := forEachNode(ctx, cut, s.cluster.BeginCutOff); err != nil {
 		return f, err
 	}
 	if _, err := waitReady(ctx, nodes, cut, corev1.ConditionUnknown); err != nil {
@@ -81,7 +101,7 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 // deletion (the first event showing it terminating or gone) and to its new
 // pod being Ready.
 func reconnect(ctx context.Context, s *session, f *cutoffFigures, pods *view[*corev1.Pod], nodes *view[*corev1.Node], cut []string) error {
-	if err := setCutOff(ctx, s, cut, false); err != nil {
+	if err := forEachNode(ctx, cut, s.cluster.BeginReconnect); err != nil {
 		return err
 	}
 	var readyAt map[string]time.Time
@@ -147,23 +167,37 @@ func readyStatus(n *corev1.Node) corev1.ConditionStatus {
 	return ""
 }
 
-// setCutOff sets or removes localcluster.CutOffLabel on the nodes, many at a
-// time, without waiting for the nodes to react.
-func setCutOff(ctx context.Context, s *session, names []string, off bool) error {
-	var value any // nil removes the label
-	if off {
-		value = "true"
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{localcluster.CutOffLabel: value}}})
-	if err != nil {
-		return fmt.Errorf("encoding the cut-off label patch: %w", err)
-	}
+// forEachNode runs do on each of names, labelParallelism at a time.
+func forEachNode(ctx context.Context, names []string, do func(ctx context.Context, node string) error) error {
 	errs := make([]error, len(names))
-	workqueue.ParallelizeUntil(ctx, labelParallelism, len(names), func(i int) {
-		_, errs[i] = s.cluster.Client.CoreV1().Nodes().Patch(ctx, names[i], types.MergePatchType, patch, metav1.PatchOptions{})
-	})
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("labelling nodes %s=%v: %w", localcluster.CutOffLabel, value, err)
+	workqueue.ParallelizeUntil(ctx, labelParallelism, len(names), func(i int) { errs[i] = do(ctx, names[i]) })
+	return errors.Join(errs...)
+}
+
+// cutoffTable compares the Ready nodes' rollout with allReady, the rollout
+// scenario's median on all-Ready nodes.
+func cutoffTable(p params, f cutoffFigures, allReady time.Duration) table {
+	r := measure.Ratio(f.readyDone.wall, allReady)
+	deleted, replaced := measure.Sorted(f.deleted), measure.Sorted(f.replaced)
+	maxDeleted := deleted[len(deleted)-1]
+	firstWave := deleted[min(p.budget(), len(deleted))-1] // the nodes the budget lets go at once
+	return table{
+		title: fmt.Sprintf("Cut-off nodes: %d of %d nodes Ready=Unknown before the image change (ota-controller)", f.cut, p.nodes),
+		rows: []row{
+			{"wall time until every Ready node runs the new image", seconds(f.readyDone.wall), seconds(allReady) + " (rollout, all Ready)",
+				times(r), "≤ " + times(cutoffRatioTarget) + " (ideal 0.80×)", verdict(r <= cutoffRatioTarget)},
+			budgetRow(p, f.readyDone.maxUnavailable, ""),
+			{"returning node: Ready → old pod deleted, p50 / max", seconds(measure.Percentile(deleted, 0.5)) + " / " + seconds(maxDeleted), "", "",
+				"max ≤ " + seconds(returnDeleteTarget), verdict(maxDeleted <= returnDeleteTarget)},
+			{fmt.Sprintf("… the first %d (one budget's worth), max", min(p.budget(), len(deleted))), seconds(firstWave), "", "",
+				"max ≤ " + seconds(returnDeleteTarget), verdict(firstWave <= returnDeleteTarget)},
+			{"returning node: Ready → new pod Ready, p50 / max", seconds(measure.Percentile(replaced, 0.5)) + " / " + seconds(replaced[len(replaced)-1]), "", "", "", ""},
+			{"controller CPU, rollout of the Ready nodes", seconds(f.readyDone.cpu), "", "", "", ""},
+			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+		},
+		notes: []string{
+			"Cut-off: the KWOK stage reports the nodes' conditions Unknown; all come back at once. Times per returning node run from the node watch's first Ready=True to the pod watch's first event showing the old pod terminating or gone (and the new one Ready).",
+			fmt.Sprintf("%d nodes return at once against a budget of %d: beyond the first %d, a node's old pod must wait for earlier replacements to be Ready, so the overall max includes that wait; the first wave's max is the controller's own reaction.", f.cut, p.budget(), p.budget()),
+		},
 	}
-	return nil
 }

@@ -1,14 +1,3 @@
-// Command bench is `make bench`: it measures edgeota on the embedded local
-// cluster (KWOK nodes) and prints each figure beside a baseline run on the
-// same cluster in the same run: the native DaemonSet controller for rollouts,
-// a plain client at the controller's QPS for pod-condition writes, a plain
-// server answering the same bytes for the node API, and a direct API delete
-// for upgrades. This machine is shared and noisy, so only ratios are stable;
-// memory and CPU figures are absolute.
-//
-// The table goes to standard output and to bench/results/latest.md. Sizes and
-// durations come from the environment (see params.go). Every child process
-// and the cluster are removed on exit, Ctrl-C included.
 package main
 
 import (

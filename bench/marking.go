@@ -16,10 +16,25 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/edgeota/edgeota/bench/measure"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
-// markingNamespace holds scenario 3's OTA DaemonSet.
+// markingScenario: N pods under the OTA strategy, from the image change
+// until every pod has PodNeedUpgrade=True naming the new revision, against
+// the write ceiling (a plain client at the controller's QPS writing the same
+// condition), in alternating pairs.
+var markingScenario = scenario{name: "marking", run: runMarking}
+
+// Its targets: within 1.5× the write ceiling, 1.5 s for 500 pods, and no
+// storm of conflicting writes.
+const (
+	markingRatioTarget  = 1.5
+	markingAt500        = 1.5  // seconds, scaled to N
+	conflictShareTarget = 0.01 // 409 answers per pod
+)
+
+// markingNamespace holds the marking scenario's OTA DaemonSet.
 const markingNamespace = "bench-ota"
 
 // The ceiling writes PodNeedUpgrade with this message prefix, so that the
@@ -34,17 +49,26 @@ const (
 // marking is one timed write of PodNeedUpgrade onto every pod.
 type marking struct {
 	wall     time.Duration
-	first    time.Duration // until the first pod is seen marked: reaction, not throughput
-	revision time.Duration // controller runs: until the native controller's new ControllerRevision is seen
-	requests apiRequests   // the API server's counts during the run
+	first    time.Duration       // until the first pod is seen marked: reaction, not throughput
+	revision time.Duration       // controller runs: until the native controller's new ControllerRevision is seen
+	requests measure.APIRequests // the API server's counts during the run
 	cpu      time.Duration
 }
 
-// markingFigures are scenario 3's results.
+// markingFigures are the marking scenario's results.
 type markingFigures struct {
 	ota, ceiling []marking // alternating pairs
 	written      float64   // conditions the controllers reported writing in their runs
 	peakRSS      int64     // the highest of the runs' controllers
+}
+
+func runMarking(ctx context.Context, s *session, _ *findings) (table, error) {
+	progress("marking: %d alternating pairs", s.p.pairs)
+	f, err := benchMarking(ctx, s)
+	if err != nil {
+		return table{}, err
+	}
+	return markingTable(s.p, f), nil
 }
 
 // benchMarking times P alternating pairs: ota-controller marking N OTA pods
@@ -165,11 +189,11 @@ func conditionsWritten(ctx context.Context, ctrl *child) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("scraping %s: %w", ctrl.Name, err)
 	}
-	m, err := parseMetrics(body)
+	m, err := measure.ParseMetrics(body)
 	if err != nil {
 		return 0, err
 	}
-	return m.sum("edgeota_controller_conditions_written_total", map[string]string{"type": string(podcondition.NeedUpgrade)}), nil
+	return m.Sum("edgeota_controller_conditions_written_total", map[string]string{"type": string(podcondition.NeedUpgrade)}), nil
 }
 
 // ceilingClient is a plain client with the controller's QPS and burst.
@@ -211,7 +235,7 @@ func markByCeiling(ctx context.Context, s *session, writer kubernetes.Interface,
 func timeMarking(ctx context.Context, s *session, pods *view[*corev1.Pod], start func() error,
 	marked func(key string, c *corev1.PodCondition) bool) (marking, error) {
 	var m marking
-	before, err := scrapeAPIServer(ctx, s.cluster.Client)
+	before, err := measure.ScrapeAPIServer(ctx, s.cluster.Client)
 	if err != nil {
 		return m, err
 	}
@@ -234,7 +258,46 @@ func timeMarking(ctx context.Context, s *session, pods *view[*corev1.Pod], start
 	if err = errors.Join(err, <-started); err != nil {
 		return m, err
 	}
-	after, err := scrapeAPIServer(ctx, s.cluster.Client)
-	m.requests = after.minus(before)
+	after, err := measure.ScrapeAPIServer(ctx, s.cluster.Client)
+	m.requests = after.Minus(before)
 	return m, err
+}
+
+func markingTable(p params, f markingFigures) table {
+	wall := func(m marking) time.Duration { return m.wall }
+	first := func(m marking) time.Duration { return m.first }
+	ota, ceiling := pick(f.ota, wall), pick(f.ceiling, wall)
+	r := measure.Median(measure.PairRatios(ota, ceiling))
+	perPod := func(runs []marking, get func(measure.APIRequests) float64) string {
+		return fmt.Sprintf("%.2f", measure.Median(pick(runs, func(m marking) float64 { return get(m.requests) }))/float64(p.nodes))
+	}
+	patches := func(a measure.APIRequests) float64 { return a.StatusPatches }
+	total := func(a measure.APIRequests) float64 { return a.Total }
+	conflicts := func(runs []marking) float64 {
+		return slices.Max(pick(runs, func(m marking) float64 { return m.requests.Conflicts }))
+	}
+	absTarget := p.scale(markingAt500)
+	cpu := measure.Median(pick(f.ota, func(m marking) time.Duration { return m.cpu }))
+	return table{
+		title: fmt.Sprintf("OTA marking: %d pods, image change until every pod has PodNeedUpgrade=True", p.nodes),
+		rows: []row{
+			{fmt.Sprintf("wall time (median of %d)", len(ota)), seconds(measure.Median(ota)), seconds(measure.Median(ceiling)), times(r),
+				"≤ " + times(markingRatioTarget), verdict(r <= markingRatioTarget)},
+			{"wall time, absolute", seconds(measure.Median(ota)), "", "", fmt.Sprintf("≤ %.2f s (1.5 s at 500 pods)", absTarget), verdict(measure.Median(ota).Seconds() <= absTarget)},
+			{"… until the native controller's new ControllerRevision is seen (median)", seconds(measure.Median(pick(f.ota, func(m marking) time.Duration { return m.revision }))), "", "", "", ""},
+			{"… until the first pod is seen marked (median)", seconds(measure.Median(pick(f.ota, first))), seconds(measure.Median(pick(f.ceiling, first))), "", "", ""},
+			{"PATCH pods/status per pod (API server)", perPod(f.ota, patches), perPod(f.ceiling, patches), "", "", ""},
+			{"API requests per pod, all clients (API server)", perPod(f.ota, total), perPod(f.ceiling, total), "", "", ""},
+			{"409 Conflict answers, worst run", fmt.Sprint(conflicts(f.ota)), fmt.Sprint(conflicts(f.ceiling)), "",
+				fmt.Sprintf("no storm: ≤ %.0f", conflictShareTarget*float64(p.nodes)), verdict(conflicts(f.ota) <= conflictShareTarget*float64(p.nodes))},
+			{"PodNeedUpgrade writes per pod (controller's counter)", fmt.Sprintf("%.2f", f.written/float64(p.nodes*len(f.ota))), "", "", "", ""},
+			{"controller CPU per marking (median)", seconds(cpu), "", "", "", ""},
+			controllerRSSRow("controller peak RSS (VmHWM, worst run)", f.peakRSS),
+		},
+		notes: []string{
+			fmt.Sprintf("baseline (write ceiling): a plain client-go client at QPS %g / burst %d patching the same condition (podcondition.Set: strategic-merge patch of pods/status) onto the same pods from %d goroutines, the controller's write parallelism; the controller is stopped meanwhile and a fresh one starts each pair.", p.qps, p.burst, ceilingParallelism),
+			"Both times run until the bench's pod watch sees every pod marked. Request counts are deltas of the API server's apiserver_request_total over the run; \"all clients\" includes the cluster's own components.",
+			"Pairs (edgeota / ceiling): " + pairList(ota, ceiling),
+		},
+	}
 }

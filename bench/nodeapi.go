@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -14,31 +17,43 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/edgeota/edgeota/bench/measure"
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
-	"github.com/edgeota/edgeota/localcluster"
 )
 
-// The node API scenario: one agent whose node runs the kubelet's default
-// maximum of pods, loaded by 1, 16 and 64 concurrent clients.
+// nodeAPIScenario: one agent whose node runs the kubelet's default maximum
+// of pods, REST GET /pods and gRPC ListPods loaded by 1, 16 and 64
+// concurrent clients, against a ceiling server answering the same bytes.
+var nodeAPIScenario = scenario{name: "nodeapi", run: runNodeAPI}
+
+// Its targets, at targetClients: at least half the ceiling's REST rate, at
+// most twice its p99, and the agent within 40 MiB.
+const (
+	targetClients     = 64
+	nodeAPIRateTarget = 0.5
+	nodeAPIP99Target  = 2.0
+	agentRSSTarget    = 40 << 20
+)
+
 const (
 	nodeAPINamespace = "bench-node"
 	podsPerNode      = 110
+	// maxRequestsPerClient bounds each client's loop in count, as the load
+	// time bounds it in time.
+	maxRequestsPerClient = 1 << 20
 )
 
 // concurrency lists the load levels.
 var concurrency = []int{1, 16, 64}
 
-// agentNode is the node whose agent is measured.
-var agentNode = localcluster.NodeName(1)
-
 // nodeAPILevel is one load level against the agent and its ceilings.
 type nodeAPILevel struct {
 	clients                int
-	rest, restCeiling      loadResult
-	grpcAgent, grpcCeiling loadResult
+	rest, restCeiling      measure.Result
+	grpcAgent, grpcCeiling measure.Result
 }
 
-// nodeAPIFigures are scenario 4's results.
+// nodeAPIFigures are the node API scenario's results.
 type nodeAPIFigures struct {
 	levels         []nodeAPILevel
 	bodyBytes      int
@@ -49,18 +64,16 @@ type nodeAPIFigures struct {
 	binarySize     int64
 }
 
-// startAgent runs bin/ota-server for agentNode with the admin kubeconfig and
-// a state directory in the bench's log dir, and waits until its cache has
-// synced.
-func startAgent(ctx context.Context, s *session) (*child, error) {
-	a, err := s.start("ota-server", func(host, port string) []string {
-		return []string{"--bind-address", host, "--port", port}
-	}, s.cluster.Tools.Path("ota-server"), "--kubeconfig", s.cluster.Kubeconfig, "--node-name", agentNode,
-		"--state-dir", filepath.Join(s.logDir, "ota-server-state-nodeapi"))
+func runNodeAPI(ctx context.Context, s *session, _ *findings) (table, error) {
+	agent, err := s.nodeAgent(ctx)
 	if err != nil {
-		return nil, err
+		return table{}, err
 	}
-	return a, a.waitServing(ctx, "/readyz", func([]byte) bool { return true })
+	f, err := benchNodeAPI(ctx, s, agent)
+	if err != nil {
+		return table{}, err
+	}
+	return nodeAPITable(f), nil
 }
 
 // benchNodeAPI fills the agent's node with 110 running pods, takes the
@@ -79,12 +92,11 @@ func benchNodeAPI(ctx context.Context, s *session, agent *child) (nodeAPIFigures
 		return f, err
 	}
 	f.bodyBytes = len(body)
-	if f.idleRSS, err = agent.rss(); err != nil {
+	idle, err := agent.memory()
+	if err != nil {
 		return f, err
 	}
-	if f.idleAnon, err = agent.memory("RssAnon:"); err != nil {
-		return f, err
-	}
+	f.idleRSS, f.idleAnon = idle.RSS, idle.AnonRSS
 	ceiling, err := startCeiling(ctx, s, agent, body)
 	if err != nil {
 		return f, err
@@ -92,11 +104,11 @@ func benchNodeAPI(ctx context.Context, s *session, agent *child) (nodeAPIFigures
 	for i, clients := range concurrency {
 		level := nodeAPILevel{clients: clients}
 		runs := []struct {
-			dst  *loadResult
-			dial dialer
+			dst  *measure.Result
+			dial measure.Dialer
 		}{
-			{&level.rest, restDialer("http://" + agent.addr + "/pods")},
-			{&level.restCeiling, restDialer("http://" + ceiling.addr + "/pods")},
+			{&level.rest, measure.HTTPGet("http://" + agent.addr + "/pods")},
+			{&level.restCeiling, measure.HTTPGet("http://" + ceiling.addr + "/pods")},
 			{&level.grpcAgent, grpcDialer(agent.addr)},
 			{&level.grpcCeiling, grpcDialer(ceiling.addr)},
 		}
@@ -105,13 +117,14 @@ func benchNodeAPI(ctx context.Context, s *session, agent *child) (nodeAPIFigures
 				runs[l], runs[r] = runs[r], runs[l]
 			}
 		}
+		load := measure.Load{Clients: clients, Duration: s.p.loadTime, MaxPerClient: maxRequestsPerClient}
 		for _, r := range runs {
-			if *r.dst, err = drive(ctx, clients, s.p.loadTime, r.dial); err != nil {
+			if *r.dst, err = measure.Drive(ctx, load, r.dial); err != nil {
 				return f, err
 			}
 		}
 		progress("node API, %d clients: REST %.0f/s (ceiling %.0f/s), gRPC %.0f/s (ceiling %.0f/s)",
-			clients, level.rest.rps, level.restCeiling.rps, level.grpcAgent.rps, level.grpcCeiling.rps)
+			clients, level.rest.RPS, level.restCeiling.RPS, level.grpcAgent.RPS, level.grpcCeiling.RPS)
 		f.levels = append(f.levels, level)
 	}
 	if f.peakRSS, err = agent.peakRSS(); err != nil {
@@ -176,7 +189,7 @@ func allRunning(body []byte, n int) bool {
 }
 
 // startCeiling writes the agent's answers, the REST body given and its gRPC
-// ListPods response, to files and starts this binary's ceiling server on them.
+// ListPods response, to files and starts the ceiling server on them.
 func startCeiling(ctx context.Context, s *session, agent *child, body []byte) (*child, error) {
 	conn, err := grpc.NewClient(agent.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -195,15 +208,63 @@ func startCeiling(ctx context.Context, s *session, agent *child, body []byte) (*
 	if err := errors.Join(os.WriteFile(jsonPath, body, 0o644), os.WriteFile(protoPath, wire, 0o644)); err != nil {
 		return nil, fmt.Errorf("writing the ceiling's answers: %w", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding the benchmark's binary: %w", err)
-	}
-	c, err := s.start("ceiling", func(host, port string) []string {
-		return []string{"-addr", host + ":" + port}
-	}, self, ceilingCommand, "-json", jsonPath, "-proto", protoPath)
-	if err != nil {
-		return nil, err
-	}
-	return c, c.waitServing(ctx, "/pods", func([]byte) bool { return true })
+	return s.startCeiling(ctx, jsonPath, protoPath)
 }
+
+// grpcDialer calls ListPods over one grpc.ClientConn per client.
+func grpcDialer(addr string) measure.Dialer {
+	return func() (measure.Call, func(), error) {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, nil, fmt.Errorf("connecting to %s: %w", addr, err)
+		}
+		client := edgeotav1.NewOTAServiceClient(conn)
+		return func(ctx context.Context) error {
+			_, err := client.ListPods(ctx, &edgeotav1.ListPodsRequest{})
+			return err
+		}, func() { _ = conn.Close() }, nil
+	}
+}
+
+func nodeAPITable(f nodeAPIFigures) table {
+	t := table{title: fmt.Sprintf("Node API: one agent, %d pods on its node (GET /pods body %d bytes)", podsPerNode, f.bodyBytes)}
+	for _, l := range f.levels {
+		rateRatio := measure.Ratio(l.rest.RPS, l.restCeiling.RPS)
+		p99Ratio := measure.Ratio(l.rest.P99, l.restCeiling.P99)
+		rateTarget, rateMet, p99Target, p99Met := "", "", "", ""
+		if l.clients == targetClients {
+			rateTarget, rateMet = "≥ "+times(nodeAPIRateTarget), verdict(rateRatio >= nodeAPIRateTarget)
+			p99Target, p99Met = "p99 ≤ "+times(nodeAPIP99Target), verdict(p99Ratio <= nodeAPIP99Target)
+		}
+		t.rows = append(t.rows,
+			row{fmt.Sprintf("REST GET /pods, %d clients: requests/s", l.clients), rps(l.rest), rps(l.restCeiling), times(rateRatio), rateTarget, rateMet},
+			row{fmt.Sprintf("REST GET /pods, %d clients: p50 / p99", l.clients), latency(l.rest), latency(l.restCeiling), times(p99Ratio) + " (p99)", p99Target, p99Met},
+			row{fmt.Sprintf("gRPC ListPods, %d clients: requests/s", l.clients), rps(l.grpcAgent), rps(l.grpcCeiling), times(measure.Ratio(l.grpcAgent.RPS, l.grpcCeiling.RPS)), "", ""},
+			row{fmt.Sprintf("gRPC ListPods, %d clients: p50 / p99", l.clients), latency(l.grpcAgent), latency(l.grpcCeiling), times(measure.Ratio(l.grpcAgent.P99, l.grpcCeiling.P99)) + " (p99)", "", ""},
+		)
+	}
+	t.rows = append(t.rows,
+		row{"agent RSS, synced, before the load", fmt.Sprintf("%s (%s anonymous)", mib(f.idleRSS), mib(f.idleAnon)), "", "", "≤ 40 MiB", verdict(f.idleRSS <= agentRSSTarget)},
+		row{"agent peak RSS (VmHWM), after the load", mib(f.peakRSS), mib(f.ceilingPeakRSS) + " (ceiling)", times(measure.Ratio(f.peakRSS, f.ceilingPeakRSS)), "≤ 40 MiB", verdict(f.peakRSS <= agentRSSTarget)},
+		row{"bin/ota-server size", mib(f.binarySize), "", "", "", ""},
+	)
+	var failures []string
+	for _, l := range f.levels {
+		for name, r := range map[string]measure.Result{"REST agent": l.rest, "REST ceiling": l.restCeiling, "gRPC agent": l.grpcAgent, "gRPC ceiling": l.grpcCeiling} {
+			if r.Errors > 0 {
+				failures = append(failures, fmt.Sprintf("%s, %d clients: %d (first: %v)", name, l.clients, r.Errors, r.FirstErr))
+			}
+		}
+	}
+	slices.Sort(failures)
+	t.notes = []string{
+		"baseline (ceiling): a plain net/http server in its own process answering the agent's very GET /pods bytes, and a plain gRPC server answering its very ListPods message, served on one port the way the agent serves (HTTP/1.1 and h2c).",
+		"Load: Go clients in the bench process, back to back for a fixed time per level; REST: one keep-alive HTTP/1.1 connection per client; gRPC: one grpc.ClientConn per client. The load generator shares the 2 cores with the server it measures, so absolute rates mostly measure the machine.",
+		"Failed requests: " + cmp.Or(strings.Join(failures, "; "), "none") + ".",
+	}
+	return t
+}
+
+func rps(r measure.Result) string { return fmt.Sprintf("%.0f", r.RPS) }
+
+func latency(r measure.Result) string { return millis(r.P50) + " / " + millis(r.P99) }

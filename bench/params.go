@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,7 +18,8 @@ type params struct {
 	// pairs is how many alternating edgeota/baseline runs a ratio is the
 	// median of (BENCH_PAIRS).
 	pairs int
-	// upgrades is how many upgrades scenario 5 times per method (BENCH_UPGRADES).
+	// upgrades is how many upgrades the upgrade scenario times per method
+	// (BENCH_UPGRADES).
 	upgrades int
 	// qps and burst are the controller's client limits, which the marking
 	// ceiling's client uses too.
@@ -29,8 +31,13 @@ type params struct {
 	// controllerBin replaces bin/ota-controller (BENCH_CONTROLLER_BIN), to
 	// measure a candidate build of the controller against the same baselines.
 	controllerBin string
+	// scenarios names the scenarios to run (BENCH_SCENARIOS, comma
+	// separated); empty runs them all.
+	scenarios []string
 }
 
+// loadParams reads the parameters from the environment, with their
+// defaults, refusing values too small to measure anything.
 func loadParams() (params, error) {
 	p := params{qps: 500, burst: 1000}
 	var seconds int
@@ -58,6 +65,11 @@ func loadParams() (params, error) {
 	}
 	p.loadTime = time.Duration(seconds) * time.Second
 	p.controllerBin = os.Getenv("BENCH_CONTROLLER_BIN")
+	for _, name := range strings.Split(os.Getenv("BENCH_SCENARIOS"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			p.scenarios = append(p.scenarios, name)
+		}
+	}
 	return p, nil
 }
 

@@ -13,9 +13,28 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/bench/measure"
 )
 
-// persistenceFigures are scenario 6's results: the agent with and without
+// persistenceScenario: the agent with its state directory beside one
+// without, on a node of podsPerNode pods, and the writes a burst of changes
+// to every pod costs the state directory. It stops the shared agent first:
+// two agents of one node would share the cores it measures.
+var persistenceScenario = scenario{name: "persistence", run: runPersistence}
+
+func runPersistence(ctx context.Context, s *session, _ *findings) (table, error) {
+	if err := s.stopNodeAgent(); err != nil {
+		return table{}, err
+	}
+	f, err := benchPersistence(ctx, s)
+	if err != nil {
+		return table{}, err
+	}
+	return persistenceTable(f), nil
+}
+
+// persistenceFigures are the persistence scenario's results: the agent with and without
 // its state directory, on a node of podsPerNode pods, under targetClients
 // clients of GET /pods; and how many writes a burst of changes to every pod
 // costs the state directory.
@@ -30,7 +49,7 @@ type persistenceFigures struct {
 // persistenceRun is one agent's figures.
 type persistenceRun struct {
 	idleRSS, peakRSS int64
-	load             loadResult
+	load             measure.Result
 }
 
 // storedViewWrites is the agent's log line for each write of its view
@@ -65,26 +84,26 @@ func benchPersistence(ctx context.Context, s *session) (persistenceFigures, erro
 // GET /pods at it. The agent with a state directory is left running.
 func measurePersistence(ctx context.Context, s *session, name, stateDir string) (persistenceRun, *child, error) {
 	var r persistenceRun
-	agent, err := s.start(name, func(host, port string) []string {
-		return []string{"--bind-address", host, "--port", port}
-	}, s.cluster.Tools.Path("ota-server"), "--kubeconfig", s.cluster.Kubeconfig, "--node-name", agentNode,
-		"--state-dir", stateDir, "-v=2")
+	agent, err := s.startAgent(ctx, name, "--state-dir", stateDir, "-v=2")
 	if err != nil {
 		return r, nil, err
 	}
 	if err := agent.waitServing(ctx, "/pods", func(b []byte) bool { return allRunning(b, podsPerNode) }); err != nil {
 		return r, nil, err
 	}
-	if r.idleRSS, err = agent.rss(); err != nil {
+	idle, err := agent.memory()
+	if err != nil {
 		return r, nil, err
 	}
-	if r.load, err = drive(ctx, targetClients, s.p.loadTime, restDialer("http://"+agent.addr+"/pods")); err != nil {
+	r.idleRSS = idle.RSS
+	load := measure.Load{Clients: targetClients, Duration: s.p.loadTime, MaxPerClient: maxRequestsPerClient}
+	if r.load, err = measure.Drive(ctx, load, measure.HTTPGet("http://"+agent.addr+"/pods")); err != nil {
 		return r, nil, err
 	}
 	if r.peakRSS, err = agent.peakRSS(); err != nil {
 		return r, nil, err
 	}
-	progress("persistence %s: GET /pods %.0f/s with %d clients, peak RSS %s", name, r.load.rps, targetClients, mib(r.peakRSS))
+	progress("persistence %s: GET /pods %.0f/s with %d clients, peak RSS %s", name, r.load.RPS, targetClients, mib(r.peakRSS))
 	if stateDir == "" {
 		return r, nil, s.stopChild(agent)
 	}
@@ -164,19 +183,19 @@ func viewWrites(logPath string) (int64, error) {
 }
 
 func persistenceTable(f persistenceFigures) table {
-	r := ratio(f.on.load.rps, f.off.load.rps)
+	r := measure.Ratio(f.on.load.RPS, f.off.load.RPS)
 	return table{
-		title: fmt.Sprintf("6. Persistence: the agent with and without --state-dir, %d pods, %d clients of GET /pods", podsPerNode, targetClients),
+		title: fmt.Sprintf("Persistence: the agent with and without --state-dir, %d pods, %d clients of GET /pods", podsPerNode, targetClients),
 		rows: []row{
-			{"GET /pods, req/s (with vs without)", fmt.Sprintf("%.0f", f.on.load.rps), fmt.Sprintf("%.0f", f.off.load.rps), times(r), "within noise", ""},
-			{"GET /pods, p99", millis(f.on.load.p99), millis(f.off.load.p99), times(ratio(f.on.load.p99, f.off.load.p99)), "", ""},
-			{"agent RSS idle", mib(f.on.idleRSS), mib(f.off.idleRSS), times(ratio(f.on.idleRSS, f.off.idleRSS)), "within noise", ""},
-			{"agent peak RSS under load", mib(f.on.peakRSS), mib(f.off.peakRSS), times(ratio(f.on.peakRSS, f.off.peakRSS)), "≤ 40 MiB", verdict(f.on.peakRSS <= agentRSSTarget)},
+			{"GET /pods, req/s (with vs without)", rps(f.on.load), rps(f.off.load), times(r), "within noise", ""},
+			{"GET /pods, p99", millis(f.on.load.P99), millis(f.off.load.P99), times(measure.Ratio(f.on.load.P99, f.off.load.P99)), "", ""},
+			{"agent RSS idle", mib(f.on.idleRSS), mib(f.off.idleRSS), times(measure.Ratio(f.on.idleRSS, f.off.idleRSS)), "within noise", ""},
+			{"agent peak RSS under load", mib(f.on.peakRSS), mib(f.off.peakRSS), times(measure.Ratio(f.on.peakRSS, f.off.peakRSS)), "≤ 40 MiB", verdict(f.on.peakRSS <= agentRSSTarget)},
 			{fmt.Sprintf("writes of the stored view for a burst of %d pod changes", f.burstChanges), fmt.Sprint(f.burstWrites), "", "",
 				"bounded (one per second at most)", verdict(f.burstWrites <= int64(f.burstDuration/time.Second)+2)},
 		},
 		notes: []string{
-			"edgeota: ota-server --state-dir DIR; baseline: ota-server --state-dir \"\"; one run each, after scenario 5",
+			"edgeota: ota-server --state-dir DIR; baseline: ota-server --state-dir \"\"; one run each, the node API's shared agent stopped",
 			fmt.Sprintf("burst: every pod labelled as fast as the API server takes it; stored in %s; the stored view is %.1f KiB",
 				f.burstDuration.Round(time.Millisecond), float64(f.storedFileSize)/1024),
 		},

@@ -3,11 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/edgeota/edgeota/bench/measure"
 )
 
 // row is one figure beside its baseline, the ratio of the two, the target
@@ -16,7 +17,8 @@ type row struct {
 	figure, edgeota, baseline, ratio, target, met string
 }
 
-// table is one scenario's section of the report.
+// table is one scenario's section of the report; the driver numbers its
+// title.
 type table struct {
 	title string
 	rows  []row
@@ -44,35 +46,37 @@ func (t table) write(w io.Writer) {
 	}
 }
 
-// header describes the machine, the versions and the parameters of a run.
-func header(s *session, started time.Time, kubeVersion string) string {
+// controllerRSSTarget bounds ota-controller's peak memory at 500 nodes, in
+// every scenario that runs it.
+const controllerRSSTarget = 50 << 20
+
+// controllerRSSRow is the row of a scenario's controller's peak memory.
+func controllerRSSRow(figure string, peak int64) row {
+	return row{figure, mib(peak), "", "", "≤ 50 MiB (at 500 nodes)", verdict(peak <= controllerRSSTarget)}
+}
+
+// budgetRow is the row of the most nodes seen at once without an available
+// pod, which must never pass the budget; baseline is the native
+// controller's figure, if measured.
+func budgetRow(p params, worst int, baseline string) row {
+	return row{"most nodes without an available pod, any sample", fmt.Sprint(worst), baseline, "",
+		fmt.Sprintf("≤ %d (budget)", p.budget()), verdict(worst <= p.budget())}
+}
+
+// header describes the machine, the versions, the parameters and the
+// scenarios of a run.
+func header(s *session, started time.Time, kubeVersion string, scenarios []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## edgeota benchmark, %s\n\n", started.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %d CPUs, Linux %s, load average at start %s (shared: other work runs too)\n",
-		runtime.NumCPU(), readTrimmed("/proc/sys/kernel/osrelease"), loadAverage())
+		runtime.NumCPU(), measure.KernelRelease(), measure.LoadAverage())
 	fmt.Fprintf(&b, "- Versions: %s, Kubernetes %s, %s, edgeota %s\n",
 		runtime.Version(), kubeVersion, toolVersion(s, "kwok"), gitDescribe(s.root))
 	fmt.Fprintf(&b, "- Parameters: N=%d KWOK nodes (delay-free stages), %d alternating pairs per ratio, "+
 		"%s per node-API load level, %d upgrades per method, controller --kube-api-qps %g --kube-api-burst %d, budget 10%% = %d nodes\n",
 		s.p.nodes, s.p.pairs, s.p.loadTime, s.p.upgrades, s.p.qps, s.p.burst, s.p.budget())
+	fmt.Fprintf(&b, "- Scenarios: %s\n", strings.Join(scenarios, ", "))
 	return b.String()
-}
-
-func readTrimmed(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(data))
-}
-
-// loadAverage is the 1, 5 and 15 minute load averages.
-func loadAverage() string {
-	fields := strings.Fields(readTrimmed("/proc/loadavg"))
-	if len(fields) < 3 {
-		return "unknown"
-	}
-	return strings.Join(fields[:3], " ")
 }
 
 // toolVersion is the first line of `bin/NAME --version`.
@@ -94,6 +98,24 @@ func gitDescribe(root string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// pick takes one figure of every run.
+func pick[R, T any](runs []R, get func(R) T) []T {
+	out := make([]T, len(runs))
+	for i, r := range runs {
+		out[i] = get(r)
+	}
+	return out
+}
+
+// pairList shows each pair's two times.
+func pairList(a, b []time.Duration) string {
+	pairs := make([]string, len(a))
+	for i := range a {
+		pairs[i] = seconds(a[i]) + " / " + seconds(b[i])
+	}
+	return strings.Join(pairs, ", ")
+}
+
 // Cell formats.
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
@@ -110,12 +132,4 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "**missed**"
-}
-
-// ratio is a/b, for durations or counts.
-func ratio[T int | int64 | float64 | time.Duration](a, b T) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
 }

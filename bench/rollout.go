@@ -4,9 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/edgeota/edgeota/bench/measure"
+)
+
+// rolloutScenario: a DaemonSet image change on N nodes with 10% unavailability
+// allowed, ota-controller's AdvancedRollingUpdate against the native
+// controller's RollingUpdate, in alternating pairs.
+var rolloutScenario = scenario{name: "rollout", run: runRollout}
+
+// Its targets: as fast as the native controller within noise, never past
+// the budget, and at most 1 s of controller CPU per 500-node rollout.
+const (
+	rolloutRatioTarget = 1.05
+	controllerCPUAt500 = 1.0 // seconds per rollout, scaled to N
 )
 
 // settleCPU is how long after a rollout completes its controller CPU time is
@@ -20,15 +35,25 @@ type rollout struct {
 	cpu            time.Duration // controller CPU time, for ota-controller runs
 }
 
-// rolloutFigures are scenario 1's results, also the reference of scenario 2.
+// rolloutFigures are the rollout scenario's results.
 type rolloutFigures struct {
 	ota, native []rollout // alternating pairs
 	peakRSS     int64
 }
 
-// rolloutNamespace holds scenario 1's two DaemonSets, which live side by
-// side so that alternating runs need no re-creation.
+// rolloutNamespace holds the rollout scenario's two DaemonSets, which live
+// side by side so that alternating runs need no re-creation.
 const rolloutNamespace = "bench-rollout"
+
+func runRollout(ctx context.Context, s *session, found *findings) (table, error) {
+	progress("rollout: %d alternating pairs", s.p.pairs)
+	f, err := benchRollout(ctx, s)
+	if err != nil {
+		return table{}, err
+	}
+	found.rolloutWall = measure.Median(pick(f.ota, rolloutWall))
+	return rolloutTable(s.p, f), nil
+}
 
 // benchRollout times P alternating rollouts of the same N nodes: ota-controller
 // with AdvancedRollingUpdate, then the native DaemonSet controller with
@@ -112,4 +137,29 @@ func waitUpToDate(ctx context.Context, pods *view[*corev1.Pod], img string, node
 	return pods.until(ctx, settleTimeout, fmt.Sprintf("%s on %d nodes", img, len(nodes)), func(_ time.Time, items map[string]*corev1.Pod) bool {
 		return allUpToDate(podsByNode(items), nodes, img)
 	})
+}
+
+// rolloutWall picks a rollout's wall time.
+func rolloutWall(r rollout) time.Duration { return r.wall }
+
+func rolloutTable(p params, f rolloutFigures) table {
+	ota, native := pick(f.ota, rolloutWall), pick(f.native, rolloutWall)
+	r := measure.Median(measure.PairRatios(ota, native))
+	unavailable := func(r rollout) int { return r.maxUnavailable }
+	cpu := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.cpu }))
+	cpuTarget := p.scale(controllerCPUAt500)
+	return table{
+		title: fmt.Sprintf("Rollout: %d nodes, image change, maxUnavailable 10%%", p.nodes),
+		rows: []row{
+			{fmt.Sprintf("wall time until every pod runs the new image (median of %d)", len(ota)),
+				seconds(measure.Median(ota)), seconds(measure.Median(native)), times(r), "≤ " + times(rolloutRatioTarget), verdict(r <= rolloutRatioTarget)},
+			budgetRow(p, slices.Max(pick(f.ota, unavailable)), fmt.Sprint(slices.Max(pick(f.native, unavailable)))),
+			{"controller CPU per rollout (median)", seconds(cpu), "", "", fmt.Sprintf("≤ %.2f s (1 s at 500 nodes)", cpuTarget), verdict(cpu.Seconds() <= cpuTarget)},
+			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+		},
+		notes: []string{
+			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
+			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
+		},
+	}
 }

@@ -20,7 +20,8 @@ import (
 const createTimeout = 10 * time.Minute
 
 // session is one `make bench`: the cluster and the children it started,
-// removed by close however the run ends.
+// removed by close however the run ends. This file is the only place that
+// starts the cluster or a process; scenarios ask it for what they measure.
 type session struct {
 	p       params
 	root    string
@@ -32,6 +33,8 @@ type session struct {
 	// once on a shared machine would each measure the other, and share
 	// .cache/bench.
 	lock *localcluster.Lock
+	// agent is the ota-server of agentNode once a scenario has asked for it.
+	agent *child
 }
 
 // newSession creates a cluster of p.nodes KWOK nodes under a name of its
@@ -118,21 +121,82 @@ func (s *session) start(name string, addrArgs func(host, port string) []string, 
 	return c, nil
 }
 
-// startController runs a fresh bin/ota-controller, so that its CPU time and
-// peak memory belong to one scenario, and waits until it has synced a
-// DaemonSet at least once (its sync histogram has a sample).
-func (s *session) startController(ctx context.Context, name string) (*child, error) {
+// startController runs a fresh bin/ota-controller named name (its log is
+// .cache/bench/NAME.log), with extra flags after the bench's own, so that
+// its CPU time and peak memory belong to one scenario, and waits until it
+// has synced a DaemonSet at least once (its sync histogram has a sample).
+func (s *session) startController(ctx context.Context, name string, extra ...string) (*child, error) {
+	argv := append([]string{cmp.Or(s.p.controllerBin, s.cluster.Tools.Path("ota-controller")), "--kubeconfig", s.cluster.Kubeconfig, "--leader-elect=false",
+		"--health-probe-bind-address", "0", fmt.Sprintf("-v=%d", s.p.verbosity),
+		"--kube-api-qps", fmt.Sprint(s.p.qps), "--kube-api-burst", fmt.Sprint(s.p.burst)}, extra...)
 	c, err := s.start(name, func(host, port string) []string {
 		return []string{"--metrics-bind-address", net.JoinHostPort(host, port)}
-	}, cmp.Or(s.p.controllerBin, s.cluster.Tools.Path("ota-controller")), "--kubeconfig", s.cluster.Kubeconfig, "--leader-elect=false",
-		"--health-probe-bind-address", "0", fmt.Sprintf("-v=%d", s.p.verbosity),
-		"--kube-api-qps", fmt.Sprint(s.p.qps), "--kube-api-burst", fmt.Sprint(s.p.burst))
+	}, argv...)
 	if err != nil {
 		return nil, err
 	}
 	return c, c.waitServing(ctx, "/metrics", func(body []byte) bool {
 		return strings.Contains(string(body), "edgeota_controller_sync_duration_seconds_count")
 	})
+}
+
+// agentNode is the node whose agent is measured.
+var agentNode = localcluster.NodeName(1)
+
+// nodeAgent returns the agent of agentNode with a state directory in the
+// bench's log dir, started by the first scenario that asks and shared by
+// those after it until stopNodeAgent or the session's end.
+func (s *session) nodeAgent(ctx context.Context) (*child, error) {
+	if s.agent == nil {
+		a, err := s.startAgent(ctx, "ota-server", "--state-dir", filepath.Join(s.logDir, "ota-server-state-nodeapi"))
+		if err != nil {
+			return nil, err
+		}
+		s.agent = a
+	}
+	return s.agent, nil
+}
+
+// stopNodeAgent stops the shared agent, if it runs, for a scenario that
+// measures agents of its own on the same node.
+func (s *session) stopNodeAgent() error {
+	if s.agent == nil {
+		return nil
+	}
+	err := s.stopChild(s.agent)
+	s.agent = nil
+	return err
+}
+
+// startAgent runs a fresh bin/ota-server named name (its log is
+// .cache/bench/NAME.log) for agentNode with the admin kubeconfig and extra
+// flags, and waits until its cache has synced. The scenario stops it
+// (stopChild) when it is done with it.
+func (s *session) startAgent(ctx context.Context, name string, extra ...string) (*child, error) {
+	argv := append([]string{s.cluster.Tools.Path("ota-server"), "--kubeconfig", s.cluster.Kubeconfig, "--node-name", agentNode}, extra...)
+	a, err := s.start(name, func(host, port string) []string {
+		return []string{"--bind-address", host, "--port", port}
+	}, argv...)
+	if err != nil {
+		return nil, err
+	}
+	return a, a.waitServing(ctx, "/readyz", func([]byte) bool { return true })
+}
+
+// startCeiling runs this binary as the node API's ceiling server, answering
+// with the files given (see runCeiling).
+func (s *session) startCeiling(ctx context.Context, jsonPath, protoPath string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the benchmark's binary: %w", err)
+	}
+	c, err := s.start("ceiling", func(host, port string) []string {
+		return []string{"-addr", host + ":" + port}
+	}, self, ceilingCommand, "-json", jsonPath, "-proto", protoPath)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.waitServing(ctx, "/pods", func([]byte) bool { return true })
 }
 
 // stopChild stops a child started by this session before the session ends.

@@ -21,7 +21,7 @@ const CutOffLabel = "edgeota.io/cut-off"
 // CutOff cuts the node off from the cluster and waits until it is reported
 // Ready=Unknown.
 func (c *Cluster) CutOff(ctx context.Context, node string) error {
-	if err := c.labelNode(ctx, node, "true"); err != nil {
+	if err := c.BeginCutOff(ctx, node); err != nil {
 		return err
 	}
 	return c.WaitNodeReady(ctx, node, corev1.ConditionUnknown)
@@ -29,10 +29,22 @@ func (c *Cluster) CutOff(ctx context.Context, node string) error {
 
 // Reconnect undoes CutOff and waits until the node is Ready again.
 func (c *Cluster) Reconnect(ctx context.Context, node string) error {
-	if err := c.labelNode(ctx, node, nil); err != nil {
+	if err := c.BeginReconnect(ctx, node); err != nil {
 		return err
 	}
 	return c.WaitNodeReady(ctx, node, corev1.ConditionTrue)
+}
+
+// BeginCutOff labels the node cut off without waiting for it to be reported
+// Ready=Unknown: to cut many nodes off at once and wait for them together.
+func (c *Cluster) BeginCutOff(ctx context.Context, node string) error {
+	return c.labelNode(ctx, node, "true")
+}
+
+// BeginReconnect removes the cut-off label without waiting for the node to
+// be Ready again.
+func (c *Cluster) BeginReconnect(ctx context.Context, node string) error {
+	return c.labelNode(ctx, node, nil)
 }
 
 // labelNode sets CutOffLabel to value, or removes it when value is nil.

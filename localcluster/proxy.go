@@ -75,11 +75,25 @@ func (p *Proxy) closeAllLocked() {
 	}
 }
 
-// track registers c unless the proxy is cut; it reports whether it did.
-func (p *Proxy) track(c net.Conn, whileCut bool) bool {
+// holdIfCut registers a new client connection to be held without an answer
+// (until Restore or Close drops it) if the proxy is cut; it reports whether
+// it did.
+func (p *Proxy) holdIfCut(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cut != whileCut {
+	if !p.cut {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+// trackUnlessCut registers a forwarded connection, so that Cut drops it,
+// unless the proxy was cut meanwhile; it reports whether it did.
+func (p *Proxy) trackUnlessCut(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
 		return false
 	}
 	p.conns[c] = struct{}{}
@@ -92,7 +106,7 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return // closed
 		}
-		if p.track(client, true) {
+		if p.holdIfCut(client) {
 			continue // held without an answer until Restore or Close
 		}
 		p.wg.Go(func() { p.forward(client) })
@@ -105,7 +119,7 @@ func (p *Proxy) forward(client net.Conn) {
 		_ = client.Close()
 		return
 	}
-	if !p.track(client, false) || !p.track(target, false) {
+	if !p.trackUnlessCut(client) || !p.trackUnlessCut(target) {
 		_ = client.Close()
 		_ = target.Close()
 		return

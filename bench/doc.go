@@ -1,0 +1,34 @@
+// Command bench is `make bench`: it measures edgeota on the embedded local
+// cluster (KWOK nodes) and prints each figure beside a baseline run on the
+// same cluster in the same run: the native DaemonSet controller for rollouts,
+// a plain client at the controller's QPS for pod-condition writes, a plain
+// server answering the same bytes for the node API, and a direct API delete
+// for upgrades. This machine is shared and noisy, so only ratios are stable;
+// memory and CPU figures are absolute.
+//
+// The benchmark is a list of scenarios, each a value owning its run, its
+// table and its targets, run in order by a small driver; the report goes to
+// standard output and to bench/results/latest.md, the one place results are
+// kept. Sizes, durations and the scenarios to run come from the environment
+// (see params.go and bench/README.md). Every child process and the cluster
+// are removed on exit, Ctrl-C included.
+//
+// Where each concern lives:
+//   - main.go: the entry point, and the ceiling server's sub-command.
+//   - params.go: BENCH_* variables, the budget, scaling targets to N.
+//   - scenario.go: the scenario type, the ordered list of scenarios, the
+//     findings passed from one to a later one, BENCH_SCENARIOS.
+//   - run.go: the driver: session, scenarios in order, the results file.
+//   - report.go: tables, the report's header, rows and cell formats shared
+//     by scenarios.
+//   - session.go: the cluster and the measured processes; the only place
+//     that starts either.
+//   - child.go: a measured process: its CPU time, memory and HTTP port.
+//   - rollout.go, cutoff.go, marking.go, nodeapi.go, upgrade.go,
+//     persistence.go: one scenario each, with its targets and its table.
+//   - ceiling.go: the node API's ceiling server (this binary, sub-command).
+//   - workload.go: DaemonSets, namespaces, image changes, pod readiness.
+//   - watch.go: informer-backed views a scenario waits on while it samples.
+//   - measure/: the measuring instruments (statistics, /proc, load
+//     generator, metrics), unit-tested apart.
+package main

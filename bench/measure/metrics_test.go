@@ -1,0 +1,79 @@
+package measure
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+func TestMetricsSumMatchesEveryLabelGiven(t *testing.T) {
+	body, err := os.ReadFile("testdata/apiserver.metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseMetrics(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		match map[string]string
+		want  float64
+	}{
+		{"apiserver_request_total", nil, 502},
+		{"apiserver_request_total", map[string]string{"resource": "pods", "subresource": "status", "verb": "PATCH"}, 483},
+		{"apiserver_request_total", map[string]string{"code": "409"}, 5},
+		{"apiserver_request_total", map[string]string{"code": "409", "resource": "pods"}, 3},
+		{"apiserver_request_total", map[string]string{"verb": "DELETE"}, 0},
+		{"edgeota_controller_conditions_written_total", map[string]string{"type": "PodNeedUpgrade"}, 500},
+		{"no_such_family", nil, 0},
+		{"process_cpu_seconds_total", nil, 0}, // a gauge: not summed
+	} {
+		if got := m.Sum(tc.name, tc.match); got != tc.want {
+			t.Errorf("Sum(%s, %v) = %v, want %v", tc.name, tc.match, got, tc.want)
+		}
+	}
+}
+
+func TestParseMetricsRejectsGarbage(t *testing.T) {
+	if m, err := ParseMetrics([]byte("apiserver_request_total{code=\"200\" 1\n")); err == nil {
+		t.Errorf("got %v, want a parse error", m)
+	}
+}
+
+func TestScrapeAPIServerCountsRequests(t *testing.T) {
+	body, err := os.ReadFile("testdata/apiserver.metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An API server's /metrics on loopback, read by a real clientset.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ScrapeAPIServer(context.Background(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (APIRequests{StatusPatches: 483, Total: 502, Conflicts: 5}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	earlier := APIRequests{StatusPatches: 400, Total: 450, Conflicts: 1}
+	if got, want := got.Minus(earlier), (APIRequests{StatusPatches: 83, Total: 52, Conflicts: 4}); got != want {
+		t.Errorf("Minus: got %+v, want %+v", got, want)
+	}
+}

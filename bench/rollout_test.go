@@ -1,0 +1,30 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
+	p := params{nodes: 100}
+	f := rolloutFigures{
+		ota:     []rollout{{wall: 2 * time.Second, maxUnavailable: 10, cpu: 100 * time.Millisecond}, {wall: 9 * time.Second, maxUnavailable: 11}, {wall: 4 * time.Second}},
+		native:  []rollout{{wall: time.Second, maxUnavailable: 10}, {wall: 3 * time.Second}, {wall: 8 * time.Second}},
+		peakRSS: 60 << 20,
+	}
+	tb := rolloutTable(p, f)
+	// Pair ratios 2, 3 and 0.5: their median is 2, where the ratio of the
+	// medians would be 4/3.
+	if got := rowNamed(t, tb, "wall time").ratio; got != "2.00×" {
+		t.Errorf("wall time ratio: got %s, want 2.00×", got)
+	}
+	if got := rowNamed(t, tb, "most nodes"); got.edgeota != "11" || got.baseline != "10" || got.target != "≤ 10 (budget)" || got.met != "**missed**" {
+		t.Errorf("budget row: got %+v, want 11 against 10, budget 10, missed", got)
+	}
+	if got := rowNamed(t, tb, "controller peak RSS"); got.met != "**missed**" {
+		t.Errorf("peak RSS of 60 MiB: got %q, want missed against 50 MiB", got.met)
+	}
+	if got := rowNamed(t, tb, "controller CPU"); got.target != "≤ 0.20 s (1 s at 500 nodes)" {
+		t.Errorf("CPU target at 100 nodes: got %q, want it scaled to 0.20 s", got.target)
+	}
+}

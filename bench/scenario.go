@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A scenario measures one thing on the session's cluster and reports it as
+// one table of the report. It owns everything about it: its workload, its
+// baseline, its rows and their targets (declared beside it, in its own file).
+//
+// A scenario starts on a quiet cluster and leaves one: it creates its own
+// namespace and deletes it at the end, starts fresh measured processes
+// (s.startController) so that their CPU and peak memory are its own, and
+// stops them. To add one, see "Adding a scenario" in bench/README.md.
+type scenario struct {
+	// name selects the scenario in BENCH_SCENARIOS: one lower-case word.
+	name string
+	// needs names scenarios whose figures this one compares with (see
+	// findings); they run before it even when BENCH_SCENARIOS leaves them out.
+	needs []string
+	// run measures and returns the scenario's table. It may read the
+	// findings of the scenarios it needs and write its own for later ones.
+	run func(ctx context.Context, s *session, found *findings) (table, error)
+}
+
+// scenarios are every scenario, in the order they run: a scenario runs
+// after those it needs.
+var scenarios = []scenario{
+	rolloutScenario,
+	cutoffScenario,
+	markingScenario,
+	nodeAPIScenario,
+	upgradeScenario,
+	persistenceScenario,
+}
+
+// findings carry figures from one scenario to a later one that compares with
+// them; each field says who writes it and who reads it.
+type findings struct {
+	// rolloutWall is the median wall time of ota-controller's rollouts on
+	// all-Ready nodes: written by rollout, the baseline of cutoff.
+	rolloutWall time.Duration
+}
+
+// selectScenarios returns the scenarios named (all when names is empty), with
+// the scenarios they need, in run order.
+func selectScenarios(names []string) ([]scenario, error) {
+	if len(names) == 0 {
+		return scenarios, nil
+	}
+	byName := map[string]scenario{}
+	for _, sc := range scenarios {
+		byName[sc.name] = sc
+	}
+	want := map[string]bool{}
+	var add func(name string) error
+	add = func(name string) error {
+		sc, ok := byName[name]
+		if !ok {
+			return fmt.Errorf("BENCH_SCENARIOS: no scenario %q; the scenarios are %s", name, strings.Join(scenarioNames(scenarios), ", "))
+		}
+		if want[name] {
+			return nil
+		}
+		want[name] = true
+		for _, n := range sc.needs {
+			if err := add(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, n := range names {
+		if err := add(n); err != nil {
+			return nil, err
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool { return !want[sc.name] }), nil
+}
+
+// scenarioNames lists the scenarios' names.
+func scenarioNames(scs []scenario) []string {
+	return pick(scs, func(sc scenario) string { return sc.name })
+}
