@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/proc"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100
@@ -26,7 +26,7 @@ const readyTimeout = time.Minute
 // listening on a loopback port, with its CPU time and peak memory read from
 // /proc so that every scenario's figures are its own.
 type child struct {
-	*localcluster.Process
+	*proc.Process
 	addr string // host:port it serves on
 }
 

@@ -49,18 +49,6 @@ type nodeAPIFigures struct {
 	binarySize     int64
 }
 
-// startAgent runs bin/ota-server for agentNode with the admin kubeconfig and
-// waits until its cache has synced.
-func startAgent(ctx context.Context, s *session) (*child, error) {
-	a, err := s.start("ota-server", func(host, port string) []string {
-		return []string{"--bind-address", host, "--port", port}
-	}, s.cluster.Tools.Path("ota-server"), "--kubeconfig", s.cluster.Kubeconfig, "--node-name", agentNode)
-	if err != nil {
-		return nil, err
-	}
-	return a, a.waitServing(ctx, "/readyz", func([]byte) bool { return true })
-}
-
 // benchNodeAPI fills the agent's node with 110 running pods, takes the
 // agent's exact answers as the ceiling's, and drives both alike.
 func benchNodeAPI(ctx context.Context, s *session, agent *child) (nodeAPIFigures, error) {

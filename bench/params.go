@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/edgeota/edgeota/controller"
 )
 
 // params are the run's sizes, read from the environment so that a quick run
@@ -32,7 +34,7 @@ type params struct {
 }
 
 func loadParams() (params, error) {
-	p := params{qps: 500, burst: 1000}
+	p := params{qps: controller.DefaultKubeAPIQPS, burst: controller.DefaultKubeAPIBurst}
 	var seconds int
 	for _, v := range []struct {
 		name     string

@@ -1,94 +1,58 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/proc"
 )
 
 // createTimeout bounds creating the cluster with all its nodes.
 const createTimeout = 10 * time.Minute
 
-// session is one `make bench`: the cluster and the children it started,
-// removed by close however the run ends.
+// session is one `make bench`: the harness's run, with the cluster and the
+// children it started, removed by close however the run ends.
 type session struct {
 	p       params
+	h       *harness.Harness
 	root    string
 	logDir  string
 	cluster *localcluster.Cluster
-	started []*child
-	logFile *os.File
-	// lock keeps other benchmarks out of this checkout until close: two at
-	// once on a shared machine would each measure the other, and share
-	// .cache/bench.
-	lock *localcluster.Lock
 }
 
 // newSession creates a cluster of p.nodes KWOK nodes under a name of its
 // own, so that a bench never shares a cluster with `make run` or the tests.
+// Its lock keeps other benchmarks out of this checkout until close: two at
+// once on a shared machine would each measure the other, and share
+// .cache/bench.
 func newSession(ctx context.Context, p params) (*session, error) {
-	root, err := localcluster.Root()
+	h, err := harness.New(harness.Options{LogDir: filepath.Join(".cache", "bench"), Lock: filepath.Join(".cache", "bench.lock")})
+	var locked *proc.LockedError
+	if errors.As(err, &locked) {
+		return nil, fmt.Errorf("another `make bench` is running in this checkout (%v)", locked)
+	}
 	if err != nil {
 		return nil, err
 	}
-	tools := localcluster.ToolsIn(root)
-	if err := tools.Check(append(localcluster.ClusterBinaries, "ota-server", "ota-controller")...); err != nil {
-		return nil, err
-	}
-	s := &session{p: p, root: root, logDir: filepath.Join(root, ".cache", "bench")}
-	if err := os.MkdirAll(filepath.Dir(s.logDir), 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", filepath.Dir(s.logDir), err)
-	}
-	if s.lock, err = localcluster.AcquireLock(s.logDir + ".lock"); err != nil {
-		var locked *localcluster.LockedError
-		if errors.As(err, &locked) {
-			return nil, fmt.Errorf("another `make bench` is running in this checkout (%v)", locked)
-		}
-		return nil, err
-	}
-	if err := os.RemoveAll(s.logDir); err != nil {
-		return nil, fmt.Errorf("clearing %s: %w", s.logDir, err)
-	}
-	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", s.logDir, err)
-	}
-	if s.logFile, err = os.Create(filepath.Join(s.logDir, "kwokctl.log")); err != nil {
-		return nil, fmt.Errorf("creating the cluster log: %w", err)
-	}
-	suffix := make([]byte, 3)
-	_, _ = rand.Read(suffix)
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
-	s.cluster, err = localcluster.Create(ctx, localcluster.Options{
-		Root: root, Name: "bench-" + hex.EncodeToString(suffix), Nodes: p.nodes, Log: s.logFile,
-	})
-	if err != nil {
-		_ = s.logFile.Close()
-		return nil, fmt.Errorf("%w (kwokctl's output: %s)", err, s.logFile.Name())
+	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes}); err != nil {
+		return nil, errors.Join(err, h.Close())
 	}
-	return s, nil
+	return &session{p: p, h: h, root: h.Root, logDir: h.LogDir, cluster: h.Cluster}, nil
 }
 
 // close stops the children, newest first, deletes the cluster and lets
 // the next benchmark in.
 func (s *session) close() error {
-	var errs []error
-	for i := len(s.started) - 1; i >= 0; i-- {
-		errs = append(errs, s.started[i].Stop())
-	}
-	errs = append(errs, s.cluster.Delete(context.Background()), s.logFile.Close())
-	s.lock.Release()
-	return errors.Join(errs...)
+	return s.h.Close()
 }
 
 // nodes names all the cluster's edge nodes.
@@ -103,45 +67,59 @@ func (s *session) nodes() []string {
 // start runs argv on a free loopback port: the flag naming the address is
 // added by addrArgs, which receives host and port.
 func (s *session) start(name string, addrArgs func(host, port string) []string, argv ...string) (*child, error) {
-	ports, err := localcluster.FreePorts(1)
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	host, port := "127.0.0.1", ports[0]
-	addr := net.JoinHostPort(host, port)
-	p, err := localcluster.StartProcess(name, filepath.Join(s.logDir, name+".log"), append(argv, addrArgs(host, port)...)...)
+	host, port, _ := net.SplitHostPort(addr)
+	p, err := s.h.Start(name, append(argv, addrArgs(host, port)...)...)
 	if err != nil {
 		return nil, err
 	}
-	c := &child{Process: p, addr: addr}
-	s.started = append(s.started, c)
-	return c, nil
+	return &child{Process: p, addr: addr}, nil
+}
+
+// freeAddr is a free loopback host:port.
+func freeAddr() (string, error) {
+	ports, err := proc.FreePorts(1)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort("127.0.0.1", ports[0]), nil
 }
 
 // startController runs a fresh bin/ota-controller, so that its CPU time and
 // peak memory belong to one scenario, and waits until it has synced a
 // DaemonSet at least once (its sync histogram has a sample).
 func (s *session) startController(ctx context.Context, name string) (*child, error) {
-	c, err := s.start(name, func(host, port string) []string {
-		return []string{"--metrics-bind-address", net.JoinHostPort(host, port)}
-	}, cmp.Or(s.p.controllerBin, s.cluster.Tools.Path("ota-controller")), "--kubeconfig", s.cluster.Kubeconfig, "--leader-elect=false",
-		"--health-probe-bind-address", "0", fmt.Sprintf("-v=%d", s.p.verbosity),
-		"--kube-api-qps", fmt.Sprint(s.p.qps), "--kube-api-burst", fmt.Sprint(s.p.burst))
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
+	p, err := s.h.StartController(harness.ControllerOptions{
+		Name: name, Binary: s.p.controllerBin, MetricsAddr: addr,
+		KubeAPIQPS: s.p.qps, KubeAPIBurst: s.p.burst, Verbosity: s.p.verbosity,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &child{Process: p, addr: addr}
 	return c, c.waitServing(ctx, "/metrics", func(body []byte) bool {
 		return strings.Contains(string(body), "edgeota_controller_sync_duration_seconds_count")
 	})
 }
 
+// startAgent runs bin/ota-server for agentNode with the admin kubeconfig and
+// waits until its cache has synced.
+func startAgent(ctx context.Context, s *session) (*child, error) {
+	a, err := s.h.StartAgent(ctx, harness.AgentOptions{Node: agentNode, Name: harness.AgentBinary})
+	if err != nil {
+		return nil, err
+	}
+	return &child{Process: a.Process, addr: a.Addr}, nil
+}
+
 // stopChild stops a child started by this session before the session ends.
 func (s *session) stopChild(c *child) error {
-	for i, started := range s.started {
-		if started == c {
-			s.started = append(s.started[:i], s.started[i+1:]...)
-			break
-		}
-	}
-	return c.Stop()
+	return s.h.Stop(c.Process)
 }

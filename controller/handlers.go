@@ -56,13 +56,17 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIn
 	return nil
 }
 
-// updateDaemonSet enqueues a DaemonSet whose spec or annotations changed. Its
-// status, which the native controller rewrites on every pod change of a
-// rollout, is never read, so status-only updates are dropped.
+// updateDaemonSet enqueues a DaemonSet whose spec, annotations or
+// status.desiredNumberScheduled changed. The rest of its status, which the
+// native controller rewrites on every pod change of a rollout, is never read,
+// so updates of only that are dropped; desiredNumberScheduled counts the
+// nodes whose pod is missing in rollingUpdate's budget, so a sync must see
+// it change.
 func (c *Controller) updateDaemonSet(old, obj any) {
 	oldDS, ok1 := old.(*appsv1.DaemonSet)
 	ds, ok2 := obj.(*appsv1.DaemonSet)
-	if ok1 && ok2 && oldDS.Generation == ds.Generation && maps.Equal(oldDS.Annotations, ds.Annotations) {
+	if ok1 && ok2 && oldDS.Generation == ds.Generation && maps.Equal(oldDS.Annotations, ds.Annotations) &&
+		oldDS.Status.DesiredNumberScheduled == ds.Status.DesiredNumberScheduled {
 		return
 	}
 	c.enqueue(obj)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/harness"
 )
 
 // The controller's Lease and timings (cmd/ota-controller/run.go).
@@ -30,10 +32,9 @@ const (
 // deleted once, no new pod deleted, and max-unavailable holds throughout.
 func TestLeaderElectionHandover(t *testing.T) {
 	e := newEnv(t, faultNodes)
-	elect := []string{"--leader-elect=true", "--leader-elect-namespace", e.ns}
 	leader, standby := e.waitLeader(
-		e.startKillableController("ota-controller-a", e.cluster.Kubeconfig, elect...),
-		e.startKillableController("ota-controller-b", e.cluster.Kubeconfig, elect...))
+		e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-a", LeaseNamespace: e.ns}),
+		e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-b", LeaseNamespace: e.ns}))
 	leaderIdentity := e.leaseHolder(e.ctx())
 	e.createSlowRollingDaemonSet()
 

@@ -27,8 +27,9 @@ const (
 // Identity is who called: a user of the token file, or the subject of a
 // verified client certificate (CN the user, O the groups, as Kubernetes does).
 type Identity struct {
-	User   string
-	UID    string
+	// User names the caller in the audit log.
+	User string
+	// Groups decide what the caller may do (GroupViewers, GroupUpgraders).
 	Groups []string
 }
 

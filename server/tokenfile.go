@@ -61,7 +61,9 @@ func parseTokens(r io.Reader) (*TokenFile, error) {
 		if _, dup := tf.tokens[key]; dup {
 			return nil, fmt.Errorf("line %d: duplicate token", line)
 		}
-		id := &Identity{User: record[1], UID: record[2]}
+		// record[2], the uid, is kept in the format for kube-apiserver's
+		// files to work unchanged; nothing here depends on it.
+		id := &Identity{User: record[1]}
 		if len(record) > 3 {
 			for _, g := range strings.Split(record[3], ",") {
 				if g = strings.TrimSpace(g); g != "" {

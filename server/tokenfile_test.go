@@ -17,14 +17,14 @@ func TestParseTokens(t *testing.T) {
 		want    *Identity
 		wantErr string
 	}{
-		{name: "three columns", csv: "abc,alice,1001\n", token: "abc", want: &Identity{User: "alice", UID: "1001"}},
+		{name: "three columns", csv: "abc,alice,1001\n", token: "abc", want: &Identity{User: "alice"}},
 		{name: "quoted groups", csv: `abc,alice,1001,"edgeota:viewers,edgeota:upgraders"` + "\n", token: "abc",
-			want: &Identity{User: "alice", UID: "1001", Groups: []string{GroupViewers, GroupUpgraders}}},
+			want: &Identity{User: "alice", Groups: []string{GroupViewers, GroupUpgraders}}},
 		{name: "one group unquoted", csv: "abc,alice,1001,edgeota:viewers\n", token: "abc",
-			want: &Identity{User: "alice", UID: "1001", Groups: []string{GroupViewers}}},
+			want: &Identity{User: "alice", Groups: []string{GroupViewers}}},
 		{name: "spaces around groups", csv: `abc, alice, 1001, " edgeota:viewers , "` + "\n", token: "abc",
-			want: &Identity{User: "alice", UID: "1001", Groups: []string{GroupViewers}}},
-		{name: "blank lines", csv: "\n\nabc,alice,1001\n\n", token: "abc", want: &Identity{User: "alice", UID: "1001"}},
+			want: &Identity{User: "alice", Groups: []string{GroupViewers}}},
+		{name: "blank lines", csv: "\n\nabc,alice,1001\n\n", token: "abc", want: &Identity{User: "alice"}},
 		{name: "empty uid", csv: "abc,alice,\n", token: "abc", want: &Identity{User: "alice"}},
 		{name: "too few columns", csv: "abc,alice,1\n\nxyz,bob\n", wantErr: "line 3: got 2 columns, want at least 3"},
 		{name: "empty token", csv: ",alice,1\n", wantErr: "line 1: empty token"},

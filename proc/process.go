@@ -1,21 +1,19 @@
-package localcluster
+package proc
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
 // stopGrace is how long Stop waits after SIGTERM before it kills.
 const stopGrace = 10 * time.Second
 
-// Process is one of edgeota's binaries run as a child process in a process
-// group of its own, its output written to a log file, so that it can be
-// stopped with everything it started and its log read after a failure.
+// Process is a binary run as a child process in a process group of its own,
+// its output written to a log file, so that it can be stopped with
+// everything it started and its log read after a failure.
 type Process struct {
 	// Name names the process in errors.
 	Name string
@@ -27,9 +25,9 @@ type Process struct {
 	err  error
 }
 
-// StartProcess starts argv[0] with the remaining arguments, logging to
-// logPath (created with its directory, or truncated: one run, one log).
-func StartProcess(name, logPath string, argv ...string) (*Process, error) {
+// Start starts argv[0] with the remaining arguments, logging to logPath
+// (created with its directory, or truncated: one run, one log).
+func Start(name, logPath string, argv ...string) (*Process, error) {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -40,7 +38,7 @@ func StartProcess(name, logPath string, argv ...string) (*Process, error) {
 	defer logFile.Close() // the child holds its own descriptor
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -67,12 +65,27 @@ func (p *Process) Err() error {
 	return p.err
 }
 
-// Stop sends SIGTERM to the process group, and SIGKILL if it has not exited
-// within stopGrace. It returns an error only if the process could not be
-// stopped; how it exited is Err.
+// Exited says how the process exited, naming its log, or nil while it runs.
+func (p *Process) Exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited: %v; see %s", p.Name, p.err, p.LogPath)
+	default:
+		return nil
+	}
+}
+
+// Stop asks the process group to terminate (SIGTERM), and kills it if the
+// process has not exited within stopGrace. It returns an error only if the
+// process could not be stopped; how it exited is Err. Stopping a process
+// that has exited does nothing: its PID may belong to another by now.
 func (p *Process) Stop() error {
-	pgid := -p.cmd.Process.Pid
-	if err := syscall.Kill(pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := p.terminate(); err != nil {
 		return fmt.Errorf("stopping %s: %w", p.Name, err)
 	}
 	select {
@@ -80,7 +93,18 @@ func (p *Process) Stop() error {
 		return nil
 	case <-time.After(stopGrace):
 	}
-	if err := syscall.Kill(pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	return p.Kill()
+}
+
+// Kill kills the process group at once, as an OOM kill or a crash would (no
+// chance to clean up), and returns once the process has exited.
+func (p *Process) Kill() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := p.kill(); err != nil {
 		return fmt.Errorf("killing %s: %w", p.Name, err)
 	}
 	<-p.done
