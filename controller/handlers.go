@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/edgeota/edgeota/health"
 )
 
 var (
@@ -179,7 +181,7 @@ func (c *Controller) deletePod(obj any) {
 func (c *Controller) updateNode(old, obj any) {
 	oldNode, ok1 := old.(*corev1.Node)
 	node, ok2 := obj.(*corev1.Node)
-	if !ok1 || !ok2 || nodeReady(oldNode) == nodeReady(node) {
+	if !ok1 || !ok2 || health.NodeReady(oldNode) == health.NodeReady(node) {
 		return
 	}
 	objs, _ := c.podIndexer.ByIndex(byNode, node.Name)

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/health"
 )
 
 // rollingUpdate deletes out-of-date pods on Ready nodes within max-unavailable,
@@ -91,14 +93,14 @@ func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]n
 		case np.several, np.newPod == nil && np.oldPod == nil, np.newPod != nil && np.oldPod != nil:
 			a.unavailable++
 		case np.newPod != nil:
-			if ok, wait := available(np.newPod, ds.Spec.MinReadySeconds, now); !ok {
+			if ok, wait := health.PodAvailable(np.newPod, ds.Spec.MinReadySeconds, now); !ok {
 				a.unavailable++
 				if wait > 0 && (a.recheck == 0 || wait < a.recheck) {
 					a.recheck = wait
 				}
 			}
 		default:
-			if ok, _ := available(np.oldPod, ds.Spec.MinReadySeconds, now); ok {
+			if ok, _ := health.PodAvailable(np.oldPod, ds.Spec.MinReadySeconds, now); ok {
 				a.candidates = append(a.candidates, np.oldPod)
 			} else {
 				a.replaceNow = append(a.replaceNow, np.oldPod)
@@ -180,5 +182,5 @@ func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, key, 
 // nodeIsReady reports whether the node exists and is Ready.
 func (c *Controller) nodeIsReady(name string) bool {
 	node, err := c.nodeLister.Get(name)
-	return err == nil && nodeReady(node)
+	return err == nil && health.NodeReady(node)
 }

@@ -6,6 +6,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/health"
 )
 
 func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
@@ -29,7 +31,7 @@ func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
 	node.Status.Images = []corev1.ContainerImage{{Names: []string{"nginx"}}}
 	got, _ = Transform(node)
 	n := got.(*corev1.Node)
-	if len(n.Status.Images) != 0 || len(n.Status.Conditions) != 1 || !nodeReady(n) {
+	if len(n.Status.Images) != 0 || len(n.Status.Conditions) != 1 || !health.NodeReady(n) {
 		t.Errorf("got %+v, want only the Ready condition kept", n.Status)
 	}
 

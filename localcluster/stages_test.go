@@ -24,10 +24,42 @@ func TestConfigHoldsEveryStage(t *testing.T) {
 		"kind: KwokctlConfiguration", "bindAddress: 127.0.0.1",
 		"name: node-initialize", "name: node-heartbeat", "name: node-cut-off",
 		"name: pod-ready", "name: pod-complete", "name: pod-delete",
+		"name: pod-crashloop", "name: pod-never-ready", "name: pod-pull-fail",
 		CutOffLabel,
 	} {
 		if !strings.Contains(config, want) {
 			t.Errorf("the kwokctl configuration lacks %q", want)
+		}
+	}
+}
+
+// TestBadImageStagesMatchTheirLists: each bad-image stage selects exactly its
+// list's images, and pod-ready leaves all of them alone, so that a test using
+// CrashLoopImages gets a crash loop and not a Ready pod.
+func TestBadImageStagesMatchTheirLists(t *testing.T) {
+	read := func(name string) string {
+		data, err := stageFiles.ReadFile("stages/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	ready := read("pod-ready.yaml")
+	for file, images := range map[string][]string{
+		"pod-crashloop.yaml": CrashLoopImages, "pod-never-ready.yaml": NeverReadyImages, "pod-pull-fail.yaml": PullFailImages,
+	} {
+		stage := read(file)
+		if got, want := strings.Count(stage, "      - 'edgeota.test/"), len(images); got != want {
+			t.Errorf("%s selects %d images, want %d", file, got, want)
+		}
+		for _, image := range images {
+			quoted := "'" + image + "'"
+			if !strings.Contains(stage, quoted) {
+				t.Errorf("%s does not select %s", file, image)
+			}
+			if !strings.Contains(ready, quoted) {
+				t.Errorf("pod-ready.yaml does not exclude %s", image)
+			}
 		}
 	}
 }

@@ -1,0 +1,173 @@
+package health
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+// State is where a new pod stands after an upgrade.
+type State int
+
+const (
+	// Progressing: not available yet, and nothing says it will not be.
+	Progressing State = iota
+	// Settled: ContainersReady for minReadySeconds, with no container
+	// restarted since it turned ready.
+	Settled
+	// Failed: the new version does not run (see Judge).
+	Failed
+)
+
+func (s State) String() string {
+	switch s {
+	case Progressing:
+		return "Progressing"
+	case Settled:
+		return "Settled"
+	case Failed:
+		return "Failed"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// ReasonProgressDeadlineExceeded is a failed pod's reason when it was simply
+// not available by the deadline, as Deployments name the same failure.
+const ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+
+// ReasonPodFailed is a failed pod's reason when its phase is Failed and the
+// kubelet gave no reason of its own.
+const ReasonPodFailed = "PodFailed"
+
+// DefaultDeadline is how long a new pod may take to become available before
+// it counts as failed, unless its DaemonSet or the agent says otherwise:
+// generous, because an edge node pulls images over a slow, flaky link.
+const DefaultDeadline = 10 * time.Minute
+
+// failsAtOnce are the container waiting reasons that no amount of waiting
+// fixes: the container runs and dies, or can never be created as specified.
+var failsAtOnce = map[string]bool{
+	"CrashLoopBackOff":           true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"InvalidImageName":           true,
+	"RunContainerError":          true,
+	"ErrImageNeverPull":          true,
+	"PreStartHookError":          true,
+	"PostStartHookError":         true,
+}
+
+// pullErrors are the waiting reasons of an image pull that has not worked
+// yet. On an edge link they are usually transient, so they fail a pod only at
+// the deadline, and then name the cause.
+var pullErrors = map[string]bool{
+	"ErrImagePull":              true,
+	"ImagePullBackOff":          true,
+	"RegistryUnavailable":       true,
+	"SignatureValidationFailed": true,
+}
+
+// Verdict is Judge's answer.
+type Verdict struct {
+	State State
+	// Reason and Message say why a pod failed, or what a progressing pod is
+	// waiting on, in the container's own words where it has any
+	// (CrashLoopBackOff, ImagePullBackOff, ...); empty when settled.
+	Reason, Message string
+	// Recheck is, for a progressing pod, how long until the verdict can
+	// change by the clock alone (minReadySeconds elapsing, or the deadline);
+	// zero when only a change to the pod can change it.
+	Recheck time.Duration
+}
+
+// Judge is the one rule that decides whether a new pod has settled, is still
+// progressing, or has failed, shared by the controller's failure brake and the
+// node agent's owner view:
+//   - a container waiting in CrashLoopBackOff or with a configuration error
+//     (CreateContainerConfigError, InvalidImageName, ...), or a pod in phase
+//     Failed, fails at once;
+//   - a pod whose ContainersReady condition has been True for minReadySeconds,
+//     with no container restarted since, has settled;
+//   - anything else, image pull errors included (transient on edge links), is
+//     progressing until deadline after since (when the pod was created, or
+//     the upgrade was asked for), and fails then. A deadline of zero never
+//     expires.
+//
+// The pod is read, never modified.
+func Judge(pod *corev1.Pod, since time.Time, minReadySeconds int32, deadline time.Duration, now time.Time) Verdict {
+	if pod.Status.Phase == corev1.PodFailed {
+		reason := pod.Status.Reason
+		if reason == "" {
+			reason = ReasonPodFailed
+		}
+		message := "the pod's phase is Failed"
+		if pod.Status.Message != "" {
+			message += ": " + pod.Status.Message
+		}
+		return Verdict{State: Failed, Reason: reason, Message: message}
+	}
+	var waiting Verdict // the first container's reason for not running, if any
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range statuses {
+			w := statuses[i].State.Waiting
+			if w == nil || w.Reason == "" {
+				continue
+			}
+			message := fmt.Sprintf("container %s: %s", statuses[i].Name, w.Reason)
+			if w.Message != "" {
+				message += ": " + w.Message
+			}
+			if failsAtOnce[w.Reason] {
+				return Verdict{State: Failed, Reason: w.Reason, Message: message}
+			}
+			if waiting.Reason == "" || pullErrors[w.Reason] && !pullErrors[waiting.Reason] {
+				waiting = Verdict{Reason: w.Reason, Message: message}
+			}
+		}
+	}
+
+	ready := podcondition.Get(&pod.Status, corev1.ContainersReady)
+	ok, wait := heldFor(ready, minReadySeconds, now)
+	if ok && !restartedSince(pod, ready.LastTransitionTime.Time) {
+		return Verdict{State: Settled}
+	}
+
+	verdict := Verdict{State: Progressing, Reason: waiting.Reason, Message: waiting.Message, Recheck: wait}
+	if deadline <= 0 {
+		return verdict
+	}
+	left := since.Add(deadline).Sub(now)
+	if left > 0 {
+		if verdict.Recheck == 0 || left < verdict.Recheck {
+			verdict.Recheck = left
+		}
+		return verdict
+	}
+	verdict.State, verdict.Recheck = Failed, 0
+	if verdict.Reason == "" || !pullErrors[verdict.Reason] {
+		verdict.Reason = ReasonProgressDeadlineExceeded
+	}
+	cause := ""
+	if verdict.Message != "" {
+		cause = "; " + verdict.Message
+	}
+	verdict.Message = fmt.Sprintf("not available within %s%s", deadline, cause)
+	return verdict
+}
+
+// restartedSince reports whether any of the pod's containers ended a run
+// after t, that is restarted since it turned ready: such a pod has not proven
+// it stays up.
+func restartedSince(pod *corev1.Pod, t time.Time) bool {
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range statuses {
+			if term := statuses[i].LastTerminationState.Terminated; term != nil && term.FinishedAt.After(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
