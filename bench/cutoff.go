@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/localcluster"
 )
 
@@ -139,10 +140,8 @@ func waitReady(ctx context.Context, nodes *view[*corev1.Node], names []string, w
 }
 
 func readyStatus(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
+	if c := health.NodeCondition(n, corev1.NodeReady); c != nil {
+		return c.Status
 	}
 	return ""
 }

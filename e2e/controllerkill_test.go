@@ -28,7 +28,7 @@ func TestRolloutSurvivesControllerKill(t *testing.T) {
 	e.waitAllNodes(newImage)
 	t.Logf("rollout done %s after the image change", time.Since(start).Round(time.Millisecond))
 	e.expectWithinBudget(s, faultNodes, faultBudget)
-	if got := e.mustMetric(second, "edgeota_controller_pods_deleted_total"); got < 1 {
+	if got := e.mustMetric(second, podsDeletedMetric); got < 1 {
 		t.Errorf("the restarted controller deleted %g pods, want at least 1: it did not finish the rollout", got)
 	}
 }

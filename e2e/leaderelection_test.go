@@ -13,7 +13,10 @@ import (
 	"github.com/edgeota/edgeota/harness"
 )
 
-// The controller's Lease and timings (cmd/ota-controller/run.go).
+// The controller's Lease and timings (cmd/ota-controller/run.go), and the
+// metrics the suite reads. The names are spelled here on purpose, as an
+// operator's kubectl and Prometheus see them: a black-box check that they
+// stay what deployments and dashboards rely on.
 const (
 	leaseName         = "ota-controller"
 	leaseDuration     = 15 * time.Second

@@ -77,16 +77,10 @@ func (p *Process) Exited() error {
 
 // Stop asks the process group to terminate (SIGTERM), and kills it if the
 // process has not exited within stopGrace. It returns an error only if the
-// process could not be stopped; how it exited is Err. Stopping a process
-// that has exited does nothing: its PID may belong to another by now.
+// process could not be stopped; how it exited is Err.
 func (p *Process) Stop() error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	if err := p.terminate(); err != nil {
-		return fmt.Errorf("stopping %s: %w", p.Name, err)
+	if err := p.signal("stopping", p.terminate); err != nil {
+		return err
 	}
 	select {
 	case <-p.done:
@@ -99,14 +93,23 @@ func (p *Process) Stop() error {
 // Kill kills the process group at once, as an OOM kill or a crash would (no
 // chance to clean up), and returns once the process has exited.
 func (p *Process) Kill() error {
+	if err := p.signal("killing", p.kill); err != nil {
+		return err
+	}
+	<-p.done
+	return nil
+}
+
+// signal calls send unless the process has exited: its PID may name another
+// process by then.
+func (p *Process) signal(doing string, send func() error) error {
 	select {
 	case <-p.done:
 		return nil
 	default:
 	}
-	if err := p.kill(); err != nil {
-		return fmt.Errorf("killing %s: %w", p.Name, err)
+	if err := send(); err != nil {
+		return fmt.Errorf("%s %s: %w", doing, p.Name, err)
 	}
-	<-p.done
 	return nil
 }
