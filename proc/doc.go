@@ -11,7 +11,8 @@
 //
 // Where each concern lives:
 //   - process.go: starting, stopping and killing a child; process_linux.go,
-//     process_unix.go, process_windows.go: how each OS groups and signals it.
+//     process_otherunix.go, process_unix.go, process_windows.go: how each OS
+//     groups and signals it.
 //   - ready.go: waiting until a child answers its readiness probe.
 //   - ports.go: free loopback ports.
 //   - lock.go, lock_flock.go, lock_windows.go: one run per checkout.
