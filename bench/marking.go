@@ -27,10 +27,11 @@ const markingNamespace = "bench-ota"
 // next controller run can be told to have restored the real one, with the
 // controller's write parallelism.
 const (
-	ceilingMessage     = "controllerrevision: bench-ceiling-"
 	ceilingParallelism = controller.WriteParallelism
 	ceilingManager     = "edgeota-bench"
 )
+
+var ceilingMessage = podcondition.RevisionMessage("bench-ceiling-")
 
 // marking is one timed write of PodNeedUpgrade onto every pod.
 type marking struct {
