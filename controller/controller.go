@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -59,6 +60,7 @@ type Controller struct {
 	podLister      corelisters.PodLister
 	nodeLister     corelisters.NodeLister
 	jobLister      batchlisters.JobLister
+	leaseLister    coordinationlisters.LeaseLister
 	podIndexer     cache.Indexer
 	jobIndexer     cache.Indexer
 	synced         []cache.InformerSynced
@@ -66,11 +68,15 @@ type Controller struct {
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *expectations
 	written      *pendingWrites
+	statusWrites *statusWrites
+	heartbeats   *heartbeatWaiters
+	eventMemo    *eventMemo
 }
 
 // NewController wires the controller to the factory's DaemonSet, Pod, Node,
-// ControllerRevision and Job informers, adding the indexes it looks pods and
-// Jobs up by; start the factory after calling it. Build the factory with
+// ControllerRevision, Job and Lease informers (node Leases are heartbeats),
+// adding the indexes it looks pods and Jobs up by; start the factory after
+// calling it. Build the factory with
 // informers.WithTransform(Transform) to keep the caches small. Events go to
 // recorder (component Component) and figures to metrics.
 func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory informers.SharedInformerFactory,
@@ -80,6 +86,7 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 	podInformer := factory.Core().V1().Pods()
 	nodeInformer := factory.Core().V1().Nodes()
 	jobInformer := factory.Batch().V1().Jobs()
+	leaseInformer := factory.Coordination().V1().Leases()
 
 	c := &Controller{
 		client:         kubeClient,
@@ -90,12 +97,16 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 		podLister:      podInformer.Lister(),
 		nodeLister:     nodeInformer.Lister(),
 		jobLister:      jobInformer.Lister(),
+		leaseLister:    leaseInformer.Lister(),
 		podIndexer:     podInformer.Informer().GetIndexer(),
 		jobIndexer:     jobInformer.Informer().GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonsets"}),
 		expectations: newExpectations(time.Now),
 		written:      newPendingWrites(),
+		statusWrites: newStatusWrites(),
+		heartbeats:   newHeartbeatWaiters(),
+		eventMemo:    newEventMemo(),
 	}
 	metrics.watchQueue(c.queue)
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode}); err != nil {
@@ -104,7 +115,8 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byOwnerUID: indexByOwnerUID}); err != nil {
 		return nil, fmt.Errorf("adding job indexes: %w", err)
 	}
-	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer.Informer(), nodeInformer.Informer(), jobInformer.Informer()); err != nil {
+	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer.Informer(), nodeInformer.Informer(),
+		jobInformer.Informer(), leaseInformer.Informer()); err != nil {
 		return nil, err
 	}
 	return c, nil

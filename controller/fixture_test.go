@@ -89,8 +89,20 @@ func (f *fixture) sync() {
 	}
 }
 
-// writes returns the actions that changed something, in order.
+// writes returns the actions that changed something, in order, but the
+// rollout status patches (see rolloutStatuses).
 func (f *fixture) writes() []core.Action {
+	var out []core.Action
+	for _, a := range f.allWrites() {
+		if a.GetVerb() != "patch" || a.GetResource().Resource != "daemonsets" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// allWrites returns the actions that changed something, in order.
+func (f *fixture) allWrites() []core.Action {
 	var out []core.Action
 	for _, a := range f.client.Actions() {
 		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
@@ -244,24 +256,48 @@ func revisions() []runtime.Object {
 	return []runtime.Object{rev(newHash, 2), rev(oldHash, 1)}
 }
 
+// newNode is a node whose Ready condition has the status and whose last
+// heartbeat is now (none when ready is "").
 func newNode(name string, ready corev1.ConditionStatus) *corev1.Node {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if ready != "" {
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastHeartbeatTime: metav1.Now()}}
 	}
+	return node
+}
+
+// heartbeatAgo sets the node's last heartbeat d ago.
+func heartbeatAgo(node *corev1.Node, d time.Duration) *corev1.Node {
+	node.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now().Add(-d))
 	return node
 }
 
 type podOption func(*corev1.Pod)
 
-// notReady makes the pod not Ready.
-func notReady(pod *corev1.Pod) { pod.Status.Conditions[0].Status = corev1.ConditionFalse }
+// notReady makes the pod and its containers not Ready.
+func notReady(pod *corev1.Pod) {
+	pod.Status.Conditions[0].Status = corev1.ConditionFalse
+	pod.Status.Conditions[1].Status = corev1.ConditionFalse
+}
 
-// readySince makes the pod Ready since d ago.
+// readySince makes the pod and its containers Ready since d ago.
 func readySince(d time.Duration) podOption {
 	return func(pod *corev1.Pod) {
 		pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-d))
+		pod.Status.Conditions[1].LastTransitionTime = metav1.NewTime(time.Now().Add(-d))
 	}
+}
+
+// createdAgo sets the pod's creation d ago.
+func createdAgo(d time.Duration) podOption {
+	return func(pod *corev1.Pod) { pod.CreationTimestamp = metav1.NewTime(time.Now().Add(-d)) }
+}
+
+// crashLooping makes the pod's container wait in CrashLoopBackOff.
+func crashLooping(pod *corev1.Pod) {
+	notReady(pod)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "nginx",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
 }
 
 func terminating(pod *corev1.Pod) { pod.DeletionTimestamp = &metav1.Time{Time: time.Now()} }
@@ -270,18 +306,22 @@ func withCondition(c corev1.PodCondition) podOption {
 	return func(pod *corev1.Pod) { pod.Status.Conditions = append(pod.Status.Conditions, c) }
 }
 
-// newPod is a Ready pod of the test DaemonSet on node, at the revision hash.
+// newPod is a pod of the test DaemonSet on node, at the revision hash,
+// created two minutes ago and Ready (containers too) for the last 100 s.
 func newPod(name, node, hash string, opts ...podOption) *corev1.Pod {
+	readyAt := metav1.NewTime(time.Now().Add(-100 * time.Second))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: testNamespace, Name: name, UID: types.UID(name + "-uid"), ResourceVersion: "1",
-			Labels:          map[string]string{revisionHashLabel: hash},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(newDaemonSet(), appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
+			CreationTimestamp: metav1.NewTime(time.Now().Add(-2 * time.Minute)),
+			Labels:            map[string]string{revisionHashLabel: hash},
+			OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(newDaemonSet(), appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
 		},
 		Spec: corev1.PodSpec{NodeName: node},
-		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
-			Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour)),
-		}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readyAt},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: readyAt},
+		}},
 	}
 	for _, o := range opts {
 		o(pod)

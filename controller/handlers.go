@@ -3,9 +3,11 @@ package controller
 import (
 	"fmt"
 	"maps"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,7 +24,7 @@ var (
 )
 
 // addHandlers maps every informer event to the DaemonSet it concerns.
-func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIndexInformer) error {
+func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs, leases cache.SharedIndexInformer) error {
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
@@ -47,6 +49,10 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIn
 				c.enqueueBatched(c.daemonSetKeyForJob(job))
 			}
 		})},
+		{leases, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.renewLease,
+			UpdateFunc: func(_, obj any) { c.renewLease(obj) },
+		}},
 	}
 	for _, h := range handlers {
 		reg, err := h.informer.AddEventHandler(h.handler)
@@ -62,16 +68,35 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs cache.SharedIn
 // status.desiredNumberScheduled changed. The rest of its status, which the
 // native controller rewrites on every pod change of a rollout, is never read,
 // so updates of only that are dropped; desiredNumberScheduled counts the
-// nodes whose pod is missing in rollingUpdate's budget, so a sync must see
-// it change.
+// nodes whose pod is missing in rollingUpdate's budget, so a sync must see it
+// change. Changes to the rollout status annotation alone, which the
+// controller writes itself, are dropped too: a write must not trigger the
+// sync that would write again.
 func (c *Controller) updateDaemonSet(old, obj any) {
 	oldDS, ok1 := old.(*appsv1.DaemonSet)
 	ds, ok2 := obj.(*appsv1.DaemonSet)
-	if ok1 && ok2 && oldDS.Generation == ds.Generation && maps.Equal(oldDS.Annotations, ds.Annotations) &&
+	if ok1 && ok2 && oldDS.Generation == ds.Generation &&
+		equalExcept(oldDS.Annotations, ds.Annotations, RolloutStatusAnnotation) &&
 		oldDS.Status.DesiredNumberScheduled == ds.Status.DesiredNumberScheduled {
 		return
 	}
 	c.enqueue(obj)
+}
+
+// equalExcept reports whether a and b hold the same keys and values, key
+// aside.
+func equalExcept(a, b map[string]string, key string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; k != key && (!ok || v != w) {
+			return false
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; k != key && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // ownedHandler calls f on every added, updated or deleted object, with
@@ -177,11 +202,19 @@ func (c *Controller) deletePod(obj any) {
 // updateNode enqueues every DaemonSet with a pod on a node whose readiness
 // changed (a new node counts as changed from NotReady), so that a node
 // reconnecting is upgraded at once, not at the DaemonSet's next event, and
-// one disconnecting frees the budget it held.
+// one disconnecting is judged (skipped, or failed while in flight); so does a
+// change of its labels, which rollout node selectors match. A heartbeat alone
+// enqueues only the DaemonSets waiting for one from the node.
 func (c *Controller) updateNode(old, obj any) {
 	oldNode, ok1 := old.(*corev1.Node)
 	node, ok2 := obj.(*corev1.Node)
-	if !ok1 || !ok2 || health.NodeReady(oldNode) == health.NodeReady(node) {
+	if !ok1 || !ok2 {
+		return
+	}
+	if health.NodeReady(oldNode) == health.NodeReady(node) && maps.Equal(oldNode.Labels, node.Labels) {
+		if !lastHeartbeat(node, time.Time{}).Equal(lastHeartbeat(oldNode, time.Time{})) {
+			c.heartbeat(node.Name)
+		}
 		return
 	}
 	objs, _ := c.podIndexer.ByIndex(byNode, node.Name)
@@ -192,6 +225,20 @@ func (c *Controller) updateNode(old, obj any) {
 	}
 	keys.Delete("")
 	for key := range keys {
+		c.queue.Add(key)
+	}
+}
+
+// renewLease treats a node Lease's renewal as the node's heartbeat.
+func (c *Controller) renewLease(obj any) {
+	if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Namespace == corev1.NamespaceNodeLease {
+		c.heartbeat(lease.Name)
+	}
+}
+
+// heartbeat enqueues the DaemonSets waiting for a sign of life from the node.
+func (c *Controller) heartbeat(node string) {
+	for _, key := range c.heartbeats.waiting(node) {
 		c.queue.Add(key)
 	}
 }

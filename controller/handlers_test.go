@@ -92,6 +92,11 @@ func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 		{"nodes to run on", func(ds *appsv1.DaemonSet) { ds.Status.DesiredNumberScheduled = 6 }, []string{testDSKey}},
 		{"spec", func(ds *appsv1.DaemonSet) { ds.Generation = 4 }, []string{testDSKey}},
 		{"annotation", func(ds *appsv1.DaemonSet) { ds.Annotations[MaxUnavailableAnnotation] = "2" }, []string{testDSKey}},
+		{"rollout status alone, the controller's own write", func(ds *appsv1.DaemonSet) { ds.Annotations[RolloutStatusAnnotation] = "{}" }, nil},
+		{"rollout status and another annotation", func(ds *appsv1.DaemonSet) {
+			ds.Annotations[RolloutStatusAnnotation] = "{}"
+			ds.Annotations[PausedAnnotation] = "true"
+		}, []string{testDSKey}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

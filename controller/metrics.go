@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -15,7 +16,12 @@ type Metrics struct {
 	syncDuration      *prometheus.HistogramVec
 	podsDeleted       prometheus.Counter
 	conditionsWritten *prometheus.CounterVec
+	rolloutNodes      *prometheus.GaugeVec
+	rolloutHalted     *prometheus.GaugeVec
 }
+
+// Values of the state label of edgeota_controller_rollout_nodes.
+var rolloutStates = []string{"updated", "in_flight", "skipped", "failed"}
 
 // NewMetrics registers the controller's metrics on reg; use a registry of the
 // binary's own so that tests can create as many controllers as they like.
@@ -35,8 +41,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edgeota_controller_conditions_written_total",
 			Help: "Pod conditions written, by condition type.",
 		}, []string{"type"}),
+		rolloutNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "edgeota_controller_rollout_nodes",
+			Help: "Nodes of an AdvancedRollingUpdate DaemonSet by rollout state: updated (settled on the target revision), in_flight, skipped (NotReady, not in flight), failed.",
+		}, []string{"namespace", "daemonset", "state"}),
+		rolloutHalted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "edgeota_controller_rollout_halted",
+			Help: "1 while the DaemonSet's rollout is halted by max-failed, else 0.",
+		}, []string{"namespace", "daemonset"}),
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten)
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted)
 	return m
 }
 
@@ -60,4 +74,23 @@ func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
 
 func (m *Metrics) conditionWritten(t corev1.PodConditionType) {
 	m.conditionsWritten.WithLabelValues(string(t)).Inc()
+}
+
+// rollout exports where the DaemonSet's rollout stands.
+func (m *Metrics) rollout(ds *appsv1.DaemonSet, s *RolloutStatus) {
+	for i, v := range []int{s.Updated, s.InFlight, s.Skipped, s.Failed.Count} {
+		m.rolloutNodes.WithLabelValues(ds.Namespace, ds.Name, rolloutStates[i]).Set(float64(v))
+	}
+	halted := 0.0
+	if s.Halted {
+		halted = 1
+	}
+	m.rolloutHalted.WithLabelValues(ds.Namespace, ds.Name).Set(halted)
+}
+
+// forgetRollout drops a deleted DaemonSet's series.
+func (m *Metrics) forgetRollout(namespace, name string) {
+	labels := prometheus.Labels{"namespace": namespace, "daemonset": name}
+	m.rolloutNodes.DeletePartialMatch(labels)
+	m.rolloutHalted.DeletePartialMatch(labels)
 }

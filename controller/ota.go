@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,25 +14,102 @@ import (
 
 // syncOTA keeps PodNeedUpgrade on every pod of the DaemonSet, disconnected
 // nodes included, and serves the pods' pre-pull requests. It never deletes a
-// pod: upgrades are the node owner's call, through the node agent.
-func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, target string, pods []*corev1.Pod) error {
+// pod: upgrades are the node owner's call, through the node agent. It offers
+// the target revision (True) to out-of-date pods the operator's controls let
+// the rollout take, holds back the others (False, NotOffered), and once
+// max-failed pods that owners upgraded have failed by the same rule as
+// AdvancedRollingUpdate's (judgeNode), withdraws the offers not yet taken
+// (False, RolloutHalted).
+func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision, pods []*corev1.Pod) error {
+	nodes := podsByNode(ds, target.hash, pods)
+	cfg, err := rolloutSettings(ds, len(nodes))
+	if !c.settingsValid(ds, key, err) {
+		return nil
+	}
+	statusValue, prev := c.statusWrites.current(key, ds)
+	record := recordFor(prev, target)
+	a := c.assess(ds, key, nodes, nil, cfg, record)
+	if a.recheck > 0 {
+		c.queue.AddAfter(key, a.recheck)
+	}
+
+	revisionMessage := podcondition.RevisionMessage(target.hash)
+	standing := map[*corev1.Pod]bool{} // out-of-date pods holding an offer of the target
+	offeredOn := map[string]bool{}     // their nodes
+	var fresh []*corev1.Pod            // out-of-date pods not offered the target yet
+	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil || upToDate(ds, target.hash, pod) {
+			continue
+		}
+		if c := podcondition.Get(&pod.Status, podcondition.NeedUpgrade); c != nil && c.Status == corev1.ConditionTrue && c.Message == revisionMessage {
+			standing[pod], offeredOn[pod.Spec.NodeName] = true, true
+		} else {
+			fresh = append(fresh, pod)
+		}
+	}
+	names := make([]string, 0, len(nodes))
+	for node := range nodes {
+		names = append(names, node)
+	}
+	scope := c.newScope(&cfg, names, func(n string) bool { return nodes[n].newPod != nil || offeredOn[n] })
+	admitted, held := scope.admit(fresh)
+	status := RolloutStatus{
+		Revision: target.number, Hash: target.hash, Updated: a.settled, Total: len(nodes),
+		InFlight: a.inFlight, Skipped: a.skipped, Failed: record.status(), HeldBack: len(held),
+		Paused: cfg.paused, Halted: record.count() >= cfg.maxFailed,
+	}
+	switch {
+	case status.Halted:
+		status.Reason = fmt.Sprintf("%d upgraded nodes failed (max-failed %d)", status.Failed.Count, cfg.maxFailed)
+	case cfg.paused:
+		status.Reason = PausedAnnotation + " is true"
+		status.HeldBack += len(admitted)
+	}
+	written, err := c.updateRolloutStatus(ctx, ds, key, statusValue, prev, status, record.describe())
+	if err != nil {
+		return err
+	}
+	if record.grew() && !written {
+		return nil // offers change only once the failures are recorded
+	}
+
+	offer := map[*corev1.Pod]bool{}
+	for _, p := range admitted {
+		offer[p] = !cfg.paused
+	}
 	var tasks []func(context.Context) error
-	message := podcondition.RevisionMessage(target)
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
-		if task := c.needUpgradeTask(ds, target, message, pod); task != nil {
+		want := corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionFalse, Message: revisionMessage}
+		switch {
+		case upToDate(ds, target.hash, pod):
+			// Runs the target: nothing to offer.
+		case status.Halted:
+			// Offers not taken yet are withdrawn.
+			want.Reason, want.Message = podcondition.ReasonRolloutHalted, podcondition.FailureMessage(target.hash, "rollout halted: "+status.Reason)
+		case standing[pod]:
+			// An offer made stands, paused or not.
+			want.Status = corev1.ConditionTrue
+		case offer[pod]:
+			want.Status = corev1.ConditionTrue
+		default:
+			// Held back by pause, selector or partition.
+			want.Reason, want.Message = podcondition.ReasonNotOffered, podcondition.FailureMessage(target.hash, notOfferedWhy(&cfg, scope, pod))
+		}
+		if task := c.conditionTask(pod, want); task != nil {
 			tasks = append(tasks, task)
 		}
-		if task := c.prePullTask(ds, target, pod); task != nil {
+		if task := c.prePullTask(ds, target.hash, pod); task != nil {
 			tasks = append(tasks, task)
 		}
 	}
 	if len(tasks) == 0 {
 		return nil
 	}
-	klog.FromContext(ctx).V(2).Info("Updating OTA state of pods", "writes", len(tasks), "pods", len(pods))
+	klog.FromContext(ctx).V(2).Info("Updating OTA state of pods", "writes", len(tasks), "pods", len(pods),
+		"offerable", len(admitted), "heldBack", status.HeldBack, "halted", status.Halted)
 	errs := runParallel(ctx, tasks)
 	if len(errs) == 0 {
 		return nil
@@ -41,14 +119,22 @@ func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, target s
 	return errors.Join(errs...)
 }
 
-// needUpgradeTask returns the write that makes the pod's PodNeedUpgrade say
-// whether it runs the target revision (message names it), or nil when it
-// already does or a write to that end is on its way to the cache.
-func (c *Controller) needUpgradeTask(ds *appsv1.DaemonSet, target, message string, pod *corev1.Pod) func(context.Context) error {
-	want := corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionTrue, Message: message}
-	if upToDate(ds, target, pod) {
-		want.Status = corev1.ConditionFalse
+// notOfferedWhy says which control holds the pod back.
+func notOfferedWhy(cfg *settings, scope *scope, pod *corev1.Pod) string {
+	switch {
+	case cfg.paused:
+		return PausedAnnotation + " is true"
+	case !scope.matches(pod.Spec.NodeName):
+		return "node outside " + RolloutNodeSelectorAnnotation
+	default:
+		return "held back by " + PartitionAnnotation
 	}
+}
+
+// conditionTask returns the write that sets the pod's condition to want, or
+// nil when it already says that or a write to that end is on its way to the
+// cache.
+func (c *Controller) conditionTask(pod *corev1.Pod, want corev1.PodCondition) func(context.Context) error {
 	if podcondition.Equal(&pod.Status, want) || c.written.pending(pod, want.Type) {
 		return nil
 	}

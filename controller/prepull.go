@@ -35,8 +35,11 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev
 		revision, named = podcondition.Revision(cond.Message)
 	}
 	stale := named && revision != target
+	// A request is PodImageReady=False naming the target, whatever its
+	// reason but a failure's: edgeota's agent says PullImageRequested,
+	// OpenYurt's yurthub gives no reason at all.
 	requested := named && revision == target && cond.Status == corev1.ConditionFalse &&
-		cond.Reason == podcondition.ReasonPullImageRequested && pod.Spec.NodeName != ""
+		cond.Reason != podcondition.ReasonPullImageFail && pod.Spec.NodeName != ""
 
 	var job *batchv1.Job
 	var obsolete []*batchv1.Job

@@ -216,3 +216,35 @@ func TestPrePullJobName(t *testing.T) {
 		}
 	}
 }
+
+// TestPrePullRequestWithoutReason: OpenYurt's yurthub asks for a pre-pull
+// with PodImageReady=False naming the revision and no reason; any reason but
+// PullImageFail is a request, a failure is not retried.
+func TestPrePullRequestWithoutReason(t *testing.T) {
+	tests := []struct {
+		reason     string
+		wantCreate bool
+	}{
+		{"", true},
+		{"SomethingElse", true},
+		{podcondition.ReasonPullImageFail, false},
+	}
+	for _, tt := range tests {
+		t.Run("reason "+tt.reason, func(t *testing.T) {
+			pod := newPod("web", "edge-1", oldHash,
+				withCondition(needUpgrade(corev1.ConditionTrue, newHash)),
+				withCondition(imageReady(corev1.ConditionFalse, tt.reason, newHash)))
+			f := newFixture(t, prePullCluster(pod)...)
+			f.sync()
+			created := 0
+			for _, a := range f.writes() {
+				if a.GetVerb() == "create" && a.GetResource().Resource == "jobs" {
+					created++
+				}
+			}
+			if got := created == 1; got != tt.wantCreate {
+				t.Errorf("got %d Jobs created, want created=%v", created, tt.wantCreate)
+			}
+		})
+	}
+}

@@ -16,14 +16,22 @@ const (
 	templateGenerationAnnot    = "deprecated.daemonset.template.generation"
 )
 
-// targetRevision returns the hash of the DaemonSet's current ControllerRevision,
-// the one with the highest .revision among those it controls; "" while the
+// revision identifies a DaemonSet's target: the hash pods are labelled with,
+// and the ControllerRevision's number. A rollback reuses an old hash under a
+// new number, so a rollout's failure record is keyed by both.
+type revision struct {
+	hash   string
+	number int64
+}
+
+// targetRevision returns the DaemonSet's current ControllerRevision, the one
+// with the highest .revision among those it controls; a zero hash while the
 // native controller has not created one yet (its creation requeues the
 // DaemonSet).
-func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (string, error) {
+func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (revision, error) {
 	revisions, err := c.revisionLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
-		return "", fmt.Errorf("listing controller revisions of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+		return revision{}, fmt.Errorf("listing controller revisions of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
 	var current *appsv1.ControllerRevision
 	for _, r := range revisions {
@@ -35,9 +43,9 @@ func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (string, error) {
 		}
 	}
 	if current == nil {
-		return "", nil
+		return revision{}, nil
 	}
-	return current.Labels[revisionHashLabel], nil
+	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision}, nil
 }
 
 // upToDate reports whether the pod runs the target revision, by its hash label

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,20 +14,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
-
-	"github.com/edgeota/edgeota/health"
 )
 
 // rollingUpdate deletes out-of-date pods on Ready nodes within max-unavailable,
 // by the native DaemonSet controller's rules for maxSurge=0, so that the
-// DaemonSet controller (OnDelete) recreates them from the current template.
-// NotReady nodes are neither counted nor touched: they cannot take an upgrade
-// now and would otherwise hold the budget forever; their pods are upgraded
-// when they come back (the node handler requeues the DaemonSet).
-func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, key, target string, pods []*corev1.Pod) error {
+// DaemonSet controller (OnDelete) recreates them from the current template,
+// and halts the rollout once max-failed upgraded nodes failed (see judgeNode).
+// NotReady nodes that are not in flight are neither counted nor touched: they
+// cannot take an upgrade now and would otherwise hold the budget forever;
+// their pods are upgraded when they come back (the node handler requeues the
+// DaemonSet).
+func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision, pods []*corev1.Pod) error {
 	logger := klog.FromContext(ctx)
-	nodes := podsByNode(ds, target, pods)
+	nodes := podsByNode(ds, target.hash, pods)
 	// Nodes whose pod was deleted and not yet replaced still run the
 	// DaemonSet, for the percentage as for the count of unavailable ones.
 	var awaiting []string
@@ -42,9 +46,9 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	// on nodes it no longer schedules to (a NotReady node's taint) offset it,
 	// so it can fall short, not over.
 	missing := max(int(ds.Status.DesiredNumberScheduled)-len(nodes)-len(awaiting), 0)
-	budget, err := maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], len(nodes)+len(awaiting)+missing)
-	if err != nil {
-		c.recorder.Event(ds, corev1.EventTypeWarning, ReasonInvalidMaxUnavailable, err.Error()+"; no pod is deleted until it is fixed")
+	total := len(nodes) + len(awaiting) + missing
+	cfg, err := rolloutSettings(ds, total)
+	if !c.settingsValid(ds, key, err) {
 		return nil
 	}
 	if !c.expectations.satisfied(key) {
@@ -52,66 +56,153 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 		return nil
 	}
 
-	a := c.assess(ds, key, nodes, awaiting)
+	statusValue, prev := c.statusWrites.current(key, ds)
+	record := recordFor(prev, target)
+	a := c.assess(ds, key, nodes, awaiting, cfg, record)
 	a.unavailable += missing
 	if a.recheck > 0 {
 		c.queue.AddAfter(key, a.recheck)
 	}
 
-	allowed := min(max(budget-a.unavailable, 0), len(a.candidates))
-	toDelete := append(a.replaceNow, a.candidates[:allowed]...)
+	status := RolloutStatus{
+		Revision: target.number, Hash: target.hash, Updated: a.settled, Total: total,
+		InFlight: a.inFlight + len(awaiting) + missing, Skipped: a.skipped, Failed: record.status(),
+		Paused: cfg.paused, Halted: record.count() >= cfg.maxFailed,
+	}
+	// The operator's controls: the selector and partition hold some nodes
+	// back; a pause holds back all.
+	names := make([]string, 0, len(nodes)+len(awaiting))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	names = append(names, awaiting...)
+	scope := c.newScope(&cfg, names, func(n string) bool {
+		np, ok := nodes[n]
+		return !ok || np.newPod != nil || np.oldPod == nil // awaiting, upgraded, or in flight
+	})
+	admitted, held := scope.admit(append(slices.Clone(a.replaceNow), a.candidates...))
+	status.HeldBack = len(held)
+	switch {
+	case status.Halted:
+		status.Reason = fmt.Sprintf("%d nodes failed (max-failed %d)", status.Failed.Count, cfg.maxFailed)
+	case cfg.paused:
+		status.Reason = PausedAnnotation + " is true"
+		status.HeldBack += len(admitted)
+	}
+	// The failure record is written before any further deletion, so that a
+	// restarted controller or a new leader, rebuilding from the caches and
+	// this annotation, halts exactly where this one would.
+	written, err := c.updateRolloutStatus(ctx, ds, key, statusValue, prev, status, record.describe())
+	if err != nil {
+		return err
+	}
+	if record.grew() && !written {
+		logger.V(2).Info("Holding deletions until the failure record is written", "failed", status.Failed.Count)
+		return nil
+	}
+
+	var toDelete []*corev1.Pod
+	if !status.Halted && !cfg.paused {
+		// Replacing an old pod that is down anyway costs no budget, and frees
+		// none: its node counted as unavailable before and does after. Other
+		// candidates go in node name order within the budget.
+		down := sets.New(a.replaceNow...)
+		var candidates []*corev1.Pod
+		for _, p := range admitted {
+			if down.Has(p) {
+				toDelete = append(toDelete, p)
+			} else {
+				candidates = append(candidates, p)
+			}
+		}
+		allowed := min(max(cfg.maxUnavailable-a.unavailable, 0), len(candidates))
+		toDelete = append(toDelete, candidates[:allowed]...)
+	}
 	verbosity := 4
 	if len(toDelete) > 0 {
 		verbosity = 2
 	}
-	logger.V(verbosity).Info("Rolling update", "nodes", len(nodes)+len(awaiting)+missing, "maxUnavailable", budget,
-		"unavailable", a.unavailable, "withoutPod", missing, "candidates", len(a.candidates), "deleting", len(toDelete))
-	return c.deletePods(ctx, ds, key, target, toDelete)
+	logger.V(verbosity).Info("Rolling update", "nodes", total, "maxUnavailable", cfg.maxUnavailable,
+		"unavailable", a.unavailable, "inFlight", status.InFlight, "failed", status.Failed.Count, "maxFailed", cfg.maxFailed,
+		"halted", status.Halted, "paused", cfg.paused, "withoutPod", missing, "candidates", len(a.candidates), "deleting", len(toDelete),
+		"daemonSetResourceVersion", ds.ResourceVersion, "podsResourceVersion", a.newestPodVersion)
+	return c.deletePods(ctx, ds, key, target.hash, toDelete)
 }
 
-// assessment is where a rollout stands on the Ready nodes.
+// assessment is where a rollout stands.
 type assessment struct {
-	unavailable int           // nodes down: no live pod, new pod not available, or both kinds
-	replaceNow  []*corev1.Pod // old pods down anyway: replacing them costs nothing
-	candidates  []*corev1.Pod // old available pods, deleted within the budget
-	recheck     time.Duration // when a new pod becomes available, if one will
+	unavailable int           // nodes counting against the budget: in flight, failed, down
+	inFlight    int           // nodes being upgraded
+	settled     int           // nodes upgraded and proven alive
+	skipped     int           // NotReady nodes not in flight
+	replaceNow  []*corev1.Pod // old pods down anyway: replacing them frees no budget
+	candidates  []*corev1.Pod // old available pods, deleted within the budget, in node name order
+	recheck     time.Duration // when a verdict changes by the clock alone
+	// newestPodVersion is the highest resourceVersion among the pods judged,
+	// logged with each decision so that it can be set against a watch.
+	newestPodVersion string
 }
 
-// assess applies the native controller's maxSurge=0 rules to each Ready node;
-// NotReady nodes are skipped. Nodes awaiting a replacement pod count as down.
-func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]nodePods, awaiting []string) assessment {
+// assess judges every node (judgeNode), adds the new failures to record and
+// counts what holds the budget: in-flight, failed and down nodes. Nodes
+// awaiting a replacement pod are in flight if Ready.
+func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]nodePods, awaiting []string,
+	cfg settings, record *failureRecord) assessment {
 	var a assessment
 	now := time.Now()
+	var newest uint64
+	waiters := sets.New[string]()
 	for node, np := range nodes {
-		if !c.nodeIsReady(node) {
-			continue
-		}
 		if np.newPod != nil || np.oldPod != nil {
 			c.expectations.replaced(key, node)
 		}
-		switch {
-		case np.several, np.newPod == nil && np.oldPod == nil, np.newPod != nil && np.oldPod != nil:
-			a.unavailable++
-		case np.newPod != nil:
-			if ok, wait := health.PodAvailable(np.newPod, ds.Spec.MinReadySeconds, now); !ok {
-				a.unavailable++
-				if wait > 0 && (a.recheck == 0 || wait < a.recheck) {
-					a.recheck = wait
+		for _, p := range []*corev1.Pod{np.newPod, np.oldPod} {
+			if p != nil {
+				if v, err := strconv.ParseUint(p.ResourceVersion, 10, 64); err == nil && v > newest {
+					newest, a.newestPodVersion = v, p.ResourceVersion
 				}
 			}
-		default:
-			if ok, _ := health.PodAvailable(np.oldPod, ds.Spec.MinReadySeconds, now); ok {
-				a.candidates = append(a.candidates, np.oldPod)
-			} else {
-				a.replaceNow = append(a.replaceNow, np.oldPod)
+		}
+		v := c.judgeNode(node, np, ds.Spec.MinReadySeconds, cfg.deadline, now)
+		if v.state == nodeFailed {
+			record.add(node, v.why)
+		}
+		if v.recheck > 0 && (a.recheck == 0 || v.recheck < a.recheck) {
+			a.recheck = v.recheck
+		}
+		if v.awaitsHeartbeat {
+			waiters.Insert(node)
+		}
+		switch {
+		case record.has(node):
+			// Failed for this revision, now or before: it stands, and holds
+			// the budget, even if the node recovered; its pod is left alone.
+			a.unavailable++
+		case v.state == nodeOld:
+			a.candidates = append(a.candidates, np.oldPod)
+		case v.state == nodeOldDown:
+			a.unavailable++
+			a.replaceNow = append(a.replaceNow, np.oldPod)
+		case v.state == nodeInFlight:
+			a.unavailable++
+			a.inFlight++
+		case v.state == nodeSettled:
+			a.settled++
+		case v.state == nodeSkipped:
+			if np.newPod != nil {
+				a.settled++ // upgraded, then went offline
 			}
+			a.skipped++
 		}
 	}
+	c.heartbeats.set(key, waiters)
 	for _, node := range awaiting {
 		if c.nodeIsReady(node) {
 			a.unavailable++
 		}
 	}
+	slices.SortFunc(a.candidates, func(x, y *corev1.Pod) int { return strings.Compare(x.Spec.NodeName, y.Spec.NodeName) })
+	slices.SortFunc(a.replaceNow, func(x, y *corev1.Pod) int { return strings.Compare(x.Spec.NodeName, y.Spec.NodeName) })
 	return a
 }
 
@@ -152,9 +243,11 @@ func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, key, 
 	if len(pods) == 0 {
 		return nil
 	}
+	logger := klog.FromContext(ctx)
 	expected := make(map[types.UID]string, len(pods))
 	for _, pod := range pods {
 		expected[pod.UID] = pod.Spec.NodeName
+		logger.V(2).Info("Deleting pod", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "podResourceVersion", pod.ResourceVersion)
 	}
 	c.expectations.expectDeletions(key, expected)
 
@@ -177,10 +270,4 @@ func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, key, 
 		}
 	}
 	return errors.Join(runParallel(ctx, tasks)...)
-}
-
-// nodeIsReady reports whether the node exists and is Ready.
-func (c *Controller) nodeIsReady(name string) bool {
-	node, err := c.nodeLister.Get(name)
-	return err == nil && health.NodeReady(node)
 }

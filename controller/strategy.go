@@ -64,22 +64,27 @@ func strategyOf(ds *appsv1.DaemonSet) (s Strategy, legacy, ok bool, err error) {
 // should act on it, recording why not on the DaemonSet. Configuration errors
 // are not returned as errors: retrying cannot fix them, the next change to the
 // DaemonSet brings it back to the queue.
-func (c *Controller) strategyFor(ds *appsv1.DaemonSet) (Strategy, bool) {
+// Each event is recorded when its cause appears or changes, not on every sync.
+func (c *Controller) strategyFor(ds *appsv1.DaemonSet, key string) (Strategy, bool) {
 	s, legacy, ok, err := strategyOf(ds)
 	if !ok {
+		c.eventMemo.forget(key)
 		return "", false
 	}
 	if legacy {
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonDeprecatedAnnotation,
-			"annotation %s is accepted for compatibility; use %s", LegacyStrategyAnnotation, StrategyAnnotation)
+		c.eventOnChange(ds, key, corev1.EventTypeNormal, ReasonDeprecatedAnnotation,
+			fmt.Sprintf("annotation %s is accepted for compatibility; use %s", LegacyStrategyAnnotation, StrategyAnnotation))
+	} else {
+		c.eventMemo.clear(key, ReasonDeprecatedAnnotation)
 	}
 	if err != nil {
 		reason := ReasonInvalidStrategy
 		if s != "" {
 			reason = ReasonUnsupportedUpdateStrategy
 		}
-		c.recorder.Event(ds, corev1.EventTypeWarning, reason, err.Error())
+		c.eventOnChange(ds, key, corev1.EventTypeWarning, reason, err.Error())
 		return "", false
 	}
+	c.eventMemo.clear(key, ReasonInvalidStrategy, ReasonUnsupportedUpdateStrategy)
 	return s, true
 }

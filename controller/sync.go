@@ -22,26 +22,37 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	ds, err := c.dsLister.DaemonSets(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.expectations.forget(key)
+		c.forget(key)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("getting daemonset %s: %w", key, err)
 	}
-	strategy, ok := c.strategyFor(ds)
+	strategy, ok := c.strategyFor(ds, key)
 	if !ok {
 		return nil
 	}
 	target, err := c.targetRevision(ds)
-	if err != nil || target == "" {
+	if err != nil || target.hash == "" {
 		return err
 	}
 	pods := c.podsControlledBy(ds.UID)
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("daemonset", klog.KObj(ds), "strategy", strategy, "revision", target))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("daemonset", klog.KObj(ds), "strategy", strategy, "revision", target.hash))
 	if strategy == StrategyOTA {
-		return c.syncOTA(ctx, ds, target, pods)
+		return c.syncOTA(ctx, ds, key, target, pods)
 	}
 	return c.rollingUpdate(ctx, ds, key, target, pods)
+}
+
+// forget drops what the controller remembers of a deleted DaemonSet.
+func (c *Controller) forget(key string) {
+	c.expectations.forget(key)
+	c.statusWrites.forget(key)
+	c.eventMemo.forget(key)
+	c.heartbeats.set(key, nil)
+	if namespace, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
+		c.metrics.forgetRollout(namespace, name)
+	}
 }
 
 // podsControlledBy returns the cached pods whose controller has the UID: the

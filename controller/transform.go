@@ -3,6 +3,7 @@ package controller
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,34 +24,54 @@ func Transform(obj any) (any, error) {
 	case *corev1.Node:
 		trimNode(o)
 	case *appsv1.DaemonSet:
-		o.Annotations = keepAnnotations(o.Annotations,
-			StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation, templateGenerationAnnot)
+		o.Annotations = keepAnnotations(o.Annotations, daemonSetAnnotations...)
 		trimPodSpec(&o.Spec.Template.Spec)
 	case *appsv1.ControllerRevision:
 		o.Data = runtime.RawExtension{}
 	case *batchv1.Job:
 		o.Annotations = nil
 		trimPodSpec(&o.Spec.Template.Spec)
+	case *coordinationv1.Lease:
+		o.Labels, o.Annotations, o.OwnerReferences = nil, nil, nil
+		o.Spec = coordinationv1.LeaseSpec{RenewTime: o.Spec.RenewTime}
 	}
 	return obj, nil
 }
 
-// trimPod keeps identity, labels, owners, node, conditions and container
-// states: what tells a daemon pod's revision and availability and a pre-pull
-// pod's outcome.
+// daemonSetAnnotations are the DaemonSet annotations the controller reads.
+var daemonSetAnnotations = []string{StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation, templateGenerationAnnot,
+	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation, PartitionAnnotation,
+	RolloutStatusAnnotation}
+
+// trimPod keeps identity, labels, owners, node, phase, conditions and
+// container states with the end of their last run: what tells a daemon pod's
+// revision, availability and health (health.Judge) and a pre-pull pod's
+// outcome.
 func trimPod(pod *corev1.Pod) {
 	pod.Annotations = nil
 	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
-	statuses := pod.Status.ContainerStatuses
-	for i := range statuses {
-		statuses[i] = corev1.ContainerStatus{Name: statuses[i].Name, Image: statuses[i].Image, State: statuses[i].State}
+	pod.Status = corev1.PodStatus{
+		Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message,
+		Conditions:            pod.Status.Conditions,
+		InitContainerStatuses: trimContainerStatuses(pod.Status.InitContainerStatuses),
+		ContainerStatuses:     trimContainerStatuses(pod.Status.ContainerStatuses),
 	}
-	pod.Status = corev1.PodStatus{Conditions: pod.Status.Conditions, ContainerStatuses: statuses}
 }
 
-// trimNode keeps only the Ready condition, the one fact the controller reads.
+func trimContainerStatuses(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
+	for i, st := range statuses {
+		statuses[i] = corev1.ContainerStatus{Name: st.Name, Image: st.Image, State: st.State}
+		if term := st.LastTerminationState.Terminated; term != nil {
+			statuses[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{FinishedAt: term.FinishedAt}
+		}
+	}
+	return statuses
+}
+
+// trimNode keeps the labels (rollout node selectors) and the Ready condition
+// with its heartbeat.
 func trimNode(node *corev1.Node) {
-	node.Labels, node.Annotations = nil, nil
+	node.Annotations = nil
 	var ready []corev1.NodeCondition
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {

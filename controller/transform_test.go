@@ -15,15 +15,20 @@ func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 	pod.Annotations = map[string]string{"big": "x"}
 	pod.Spec.Containers = []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A"}}}}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "i", ImageID: "sha", State: running}}
+	finished := metav1.Now()
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "i", ImageID: "sha", State: running,
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: finished, Message: "long log"}}}}
 	got, _ := Transform(pod)
 	p := got.(*corev1.Pod)
 	if p.ManagedFields != nil || p.Annotations != nil || p.Spec.Containers != nil || p.Status.ContainerStatuses[0].ImageID != "" {
 		t.Errorf("got %+v, want managedFields, annotations, containers and image IDs dropped", p)
 	}
-	if p.Spec.NodeName != "node-0" || len(p.Status.Conditions) != 2 || p.Labels[revisionHashLabel] != oldHash ||
-		controllerOf(p) == nil || p.Status.ContainerStatuses[0].State.Running == nil {
-		t.Errorf("got %+v, want node, conditions, labels, owner and container states kept", p)
+	if p.Spec.NodeName != "node-0" || len(p.Status.Conditions) != 3 || p.Labels[revisionHashLabel] != oldHash ||
+		controllerOf(p) == nil || p.Status.ContainerStatuses[0].State.Running == nil || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("got %+v, want node, phase, conditions, labels, owner and container states kept", p)
+	}
+	if term := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; term == nil || !term.FinishedAt.Equal(&finished) || term.Message != "" {
+		t.Errorf("got last termination %+v, want only its end kept (health.Judge reads restarts by it)", term)
 	}
 
 	node := newNode("n", corev1.ConditionTrue)
@@ -35,11 +40,12 @@ func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
 		t.Errorf("got %+v, want only the Ready condition kept", n.Status)
 	}
 
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation("kubectl.kubernetes.io/last-applied-configuration", "{...}"))
+	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation("kubectl.kubernetes.io/last-applied-configuration", "{...}"),
+		withAnnotation(RolloutStatusAnnotation, "{}"), withAnnotation(PausedAnnotation, "true"))
 	got, _ = Transform(ds)
 	d := got.(*appsv1.DaemonSet)
 	if _, ok := d.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok || d.Annotations[StrategyAnnotation] != "OTA" ||
-		d.Annotations[templateGenerationAnnot] != "2" {
+		d.Annotations[templateGenerationAnnot] != "2" || d.Annotations[RolloutStatusAnnotation] != "{}" || d.Annotations[PausedAnnotation] != "true" {
 		t.Errorf("got annotations %v, want only the ones the controller reads", d.Annotations)
 	}
 	if d.Spec.Template.Spec.Containers[0].Image != "nginx:1.19.4" || d.Spec.Template.Spec.ImagePullSecrets[0].Name != "regcred" {

@@ -54,7 +54,7 @@ func TestCutOffNode(t *testing.T) {
 		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable }),
 			fmt.Sprintf("taints %v", n.Spec.Taints), nil
 	})
-	// KWOK's heartbeat stage runs every 10-15 s: a longer silence proves it
+	// KWOK's heartbeat stage runs every few seconds (nodeHeartbeat): a longer silence proves it
 	// skips the cut-off node, while the other node keeps beating.
 	cutBeat, otherBeat := heartbeat(t, e, node), heartbeat(t, e, localcluster.NodeName(1))
 	consistently(t, "cut-off "+node+" sends no heartbeat", 20*time.Second, func(context.Context) (bool, string, error) {

@@ -5,7 +5,9 @@
 // and bin/ota-controller as child processes, all started through package
 // harness. `make test-e2e` runs it (build tag
 // e2e); each scenario gets a cluster of its own, deleted when it ends, and
-// keeps its logs in .cache/e2e/<test>/.
+// keeps its logs in .cache/e2e/<test>/. Its nodes heartbeat every 2-3 s
+// (nodeHeartbeat, env_test.go): the controller's proof of life waits one
+// heartbeat per rollout wave.
 //
 // Scenarios, one file each:
 //   - cluster_test.go: the cluster itself: loopback only, cut-off nodes.
@@ -21,6 +23,13 @@
 //   - leaderelection_test.go: two replicas, only the leader acts; a killed
 //     leader hands over within the lease, with no double deletions.
 //   - apiserver_restart_test.go: an API server restart mid-rollout.
+//   - brake_test.go: the failure brake: a version that cuts off its nodes
+//     halts at max-unavailable (with and without minReadySeconds) and a fixed
+//     one rolls on; a restarted controller stays halted; never-Ready versions
+//     hold the budget; pause.
+//   - controls_test.go: partition and node selector, for deletions and
+//     offers; the admission policy confining the controller to its rollout
+//     status; a pre-pull request without a reason, as yurthub writes it.
 //
 // Helpers: env_test.go (a cluster per scenario, through the harness),
 // processes_test.go and controllerprocess_test.go (the binaries, through the

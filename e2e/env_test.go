@@ -21,6 +21,13 @@ import (
 // testNamespace is where each scenario's own objects live.
 const testNamespace = "e2e"
 
+// nodeHeartbeat is how often the scenarios' nodes report their status: every
+// 2-3 s instead of a kubelet's 10-15 s. The controller's proof of life waits
+// for one heartbeat per wave of a rollout, so it bounds how fast rollouts go;
+// 2 s keeps a 10-node rollout within seconds and costs a small cluster a few
+// node status writes a second.
+const nodeHeartbeat = 2 * time.Second
+
 // env is one scenario's world: a fresh cluster and a directory for logs,
 // started and torn down by the harness.
 type env struct {
@@ -54,7 +61,7 @@ func newEnv(t *testing.T, nodes int) *env {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: clusterName(t), Nodes: nodes}); err != nil {
+	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: clusterName(t), Nodes: nodes, NodeHeartbeat: nodeHeartbeat}); err != nil {
 		t.Fatalf("creating the local cluster: %v", err)
 	}
 	e.cluster = h.Cluster

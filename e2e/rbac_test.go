@@ -85,6 +85,9 @@ func TestDeployRBAC(t *testing.T) {
 			access{verb: "delete", resource: "pods", namespace: e.ns},
 			access{verb: "patch", resource: "pods", subresource: "status", namespace: e.ns},
 			access{verb: "create", group: "batch", resource: "jobs", namespace: e.ns},
+			// The rollout status; daemonset-status-policy.yaml narrows it.
+			access{verb: "patch", group: "apps", resource: "daemonsets", namespace: e.ns},
+			access{verb: "watch", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
 		)
 		expectAccess(t, clientFor(t, controllerKubeconfig), false,
 			access{verb: "get", resource: "secrets", namespace: "kube-system"},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/proc"
@@ -91,6 +92,9 @@ type ClusterOptions struct {
 	Kubeconfig string
 	// Nodes is how many edge nodes it starts with.
 	Nodes int
+	// NodeHeartbeat is how often the nodes report their status; zero means
+	// a kubelet's 10-15 s (see localcluster.Options).
+	NodeHeartbeat time.Duration
 }
 
 // StartCluster creates the run's cluster, kwokctl's output going to
@@ -102,7 +106,9 @@ func (h *Harness) StartCluster(ctx context.Context, opts ClusterOptions) (remove
 	if h.clusterLog, err = os.Create(filepath.Join(h.LogDir, "kwokctl.log")); err != nil {
 		return false, fmt.Errorf("creating the cluster log: %w", err)
 	}
-	clusterOpts := localcluster.Options{Root: h.Root, Name: opts.Name, Kubeconfig: opts.Kubeconfig, Nodes: opts.Nodes, Log: h.clusterLog}
+	clusterOpts := localcluster.Options{
+		Root: h.Root, Name: opts.Name, Kubeconfig: opts.Kubeconfig, Nodes: opts.Nodes, NodeHeartbeat: opts.NodeHeartbeat, Log: h.clusterLog,
+	}
 	if h.lock != nil {
 		if removedLeftover, err = localcluster.RemoveLeftover(ctx, clusterOpts); err != nil {
 			return removedLeftover, err

@@ -49,6 +49,12 @@ type Options struct {
 	Nodes int
 	// Log receives kwokctl's and kubectl's output; nil discards it.
 	Log io.Writer
+	// NodeHeartbeat is how often the nodes report their status, their only
+	// heartbeat (there are no node leases): every NodeHeartbeat to
+	// 1.5 × NodeHeartbeat. Zero means every 10-15 s, as a kubelet. The
+	// controller's proof of life waits for one heartbeat per wave, so tests
+	// of whole rollouts shorten it.
+	NodeHeartbeat time.Duration
 }
 
 // Cluster is a running local cluster.
@@ -64,8 +70,9 @@ type Cluster struct {
 	// Tools locates the binaries.
 	Tools Tools
 
-	workDir string
-	log     io.Writer
+	workDir   string
+	log       io.Writer
+	heartbeat time.Duration
 }
 
 // Create starts a cluster with kwokctl's binary runtime and adds opts.Nodes
@@ -137,6 +144,7 @@ func newCluster(opts Options) *Cluster {
 		Tools:      ToolsIn(opts.Root),
 		workDir:    filepath.Join(opts.Root, ".kwok"),
 		log:        opts.Log,
+		heartbeat:  opts.NodeHeartbeat,
 	}
 	if c.Kubeconfig == "" {
 		c.Kubeconfig = filepath.Join(c.workDir, opts.Name+".kubeconfig")
@@ -149,7 +157,7 @@ func newCluster(opts Options) *Cluster {
 
 func (c *Cluster) create(ctx context.Context) error {
 	config := c.configPath()
-	if err := writeConfig(config); err != nil {
+	if err := writeConfig(config, c.heartbeat); err != nil {
 		return err
 	}
 	ports, err := proc.FreePorts(5)

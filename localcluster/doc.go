@@ -14,7 +14,8 @@
 //
 // Where each concern lives:
 //   - tools.go: the binaries in bin/.
-//   - stages.go, stages/: the kwokctl configuration and KWOK stages.
+//   - stages.go, stages/: the kwokctl configuration and KWOK stages (with
+//     the node heartbeat interval, Options.NodeHeartbeat).
 //   - cluster.go: creating and deleting a cluster.
 //   - components_linux.go: the components' processes, and waiting until
 //     every one of them is alive and listening (components_other.go: the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 )
 
 // stageFiles are the kwokctl configuration (loopback binding) and the KWOK
@@ -16,9 +17,13 @@ import (
 //go:embed stages/*.yaml
 var stageFiles embed.FS
 
+// heartbeatDelay is the node-heartbeat stage's delay as written in its file.
+const heartbeatDelay = "    durationMilliseconds: 10000\n    jitterDurationMilliseconds: 15000\n"
+
 // writeConfig writes the kwokctl configuration and all stages into one
-// multi-document YAML file at path.
-func writeConfig(path string) error {
+// multi-document YAML file at path, with a node heartbeat every heartbeat to
+// 1.5 × heartbeat (0: the stage's own 10-15 s).
+func writeConfig(path string, heartbeat time.Duration) error {
 	names, err := fs.Glob(stageFiles, "stages/*.yaml")
 	if err != nil {
 		return fmt.Errorf("listing the embedded stages: %w", err)
@@ -28,6 +33,13 @@ func writeConfig(path string) error {
 		data, err := stageFiles.ReadFile(name)
 		if err != nil {
 			return fmt.Errorf("reading the embedded %s: %w", name, err)
+		}
+		if name == "stages/node-heartbeat.yaml" && heartbeat > 0 {
+			if !bytes.Contains(data, []byte(heartbeatDelay)) {
+				return fmt.Errorf("the embedded %s lost its delay %q", name, heartbeatDelay)
+			}
+			data = bytes.Replace(data, []byte(heartbeatDelay), []byte(fmt.Sprintf(
+				"    durationMilliseconds: %d\n    jitterDurationMilliseconds: %d\n", heartbeat.Milliseconds(), heartbeat.Milliseconds()*3/2)), 1)
 		}
 		buf.WriteString("---\n")
 		buf.Write(data)

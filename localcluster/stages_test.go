@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestConfigHoldsEveryStage: a kwokctl --config file replaces all default
@@ -12,7 +13,7 @@ import (
 // ones, and keep every component on loopback.
 func TestConfigHoldsEveryStage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kwok.yaml")
-	if err := writeConfig(path); err != nil {
+	if err := writeConfig(path, 0); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)
@@ -61,5 +62,24 @@ func TestBadImageStagesMatchTheirLists(t *testing.T) {
 				t.Errorf("pod-ready.yaml does not exclude %s", image)
 			}
 		}
+	}
+}
+
+// TestConfigHeartbeat: a heartbeat option rewrites the node-heartbeat stage's
+// delay, and only it.
+func TestConfigHeartbeat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kwok.yaml")
+	if err := writeConfig(path, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "durationMilliseconds: 2000\n    jitterDurationMilliseconds: 3000\n"; !strings.Contains(string(data), want) {
+		t.Errorf("the configuration lacks the heartbeat delay %q", want)
+	}
+	if strings.Contains(string(data), heartbeatDelay) {
+		t.Errorf("the configuration still holds the default heartbeat delay")
 	}
 }

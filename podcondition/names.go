@@ -23,6 +23,12 @@ const (
 	ReasonPullImageSuccess = "PullImageSuccess"
 	// ReasonPullImageFail marks ImageReady=False after a failed pre-pull.
 	ReasonPullImageFail = "PullImageFail"
+	// ReasonNotOffered marks NeedUpgrade=False on an out-of-date pod that the
+	// operator's controls (pause, node selector, partition) hold back.
+	ReasonNotOffered = "NotOffered"
+	// ReasonRolloutHalted marks NeedUpgrade=False on an out-of-date pod once
+	// the rollout halted: too many pods upgraded to the revision failed.
+	ReasonRolloutHalted = "RolloutHalted"
 )
 
 // revisionPrefix starts every OTA condition message that names a revision.

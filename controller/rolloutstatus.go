@@ -1,0 +1,311 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// recordedFailedNodes is how many failed nodes the rollout status names; past
+// it, only their count is kept (the status is for humans, and a halt comes at
+// max-failed, which is rarely larger).
+const recordedFailedNodes = 10
+
+// statusWriteInterval is the least time between two writes of one
+// DaemonSet's rollout status: a 1,000-node rollout changes its figures on
+// every pod event.
+const statusWriteInterval = time.Second
+
+// RolloutStatus is the JSON in RolloutStatusAnnotation: where the rollout of
+// the target revision stands, for `kubectl describe ds`, and the record of
+// its failed nodes, from which a restarted controller or a new leader
+// rebuilds the same decisions.
+type RolloutStatus struct {
+	// Revision is the target ControllerRevision's number; Hash its hash. A
+	// rollback reuses a hash under a new number, and starts a new record.
+	Revision int64  `json:"revision"`
+	Hash     string `json:"hash"`
+	// Updated counts the nodes whose pod runs the target revision and has
+	// settled (available, and a heartbeat from its node since).
+	Updated int `json:"updated"`
+	// Total counts the nodes running the DaemonSet.
+	Total int `json:"total"`
+	// InFlight counts the nodes being upgraded: old pod deleted, new pod not
+	// settled yet.
+	InFlight int `json:"inFlight"`
+	// Skipped counts NotReady nodes that are not in flight: untouched, or
+	// settled before they went offline. They are upgraded when they return.
+	Skipped int `json:"skipped"`
+	// Failed are the nodes that failed for this revision.
+	Failed FailedNodes `json:"failed"`
+	// HeldBack counts the nodes the operator's controls keep on the old
+	// revision (pause).
+	HeldBack int `json:"heldBack"`
+	// Paused is edgeota.io/paused.
+	Paused bool `json:"paused"`
+	// Halted: max-failed nodes failed, nothing more is deleted or offered.
+	Halted bool `json:"halted"`
+	// Reason says why the rollout is halted, paused or stuck, if it is.
+	Reason string `json:"reason,omitempty"`
+}
+
+// FailedNodes is a rollout's failure record.
+type FailedNodes struct {
+	// Count is how many nodes failed.
+	Count int `json:"count"`
+	// Nodes names the first recordedFailedNodes of them, in name order.
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// parseRolloutStatus reads the annotation; nil when absent or unreadable
+// (an unreadable record is one nobody but the controller should write, and is
+// rewritten).
+func parseRolloutStatus(ds *appsv1.DaemonSet) *RolloutStatus {
+	value, ok := ds.Annotations[RolloutStatusAnnotation]
+	if !ok {
+		return nil
+	}
+	var s RolloutStatus
+	if json.Unmarshal([]byte(value), &s) != nil {
+		return nil
+	}
+	return &s
+}
+
+// statusWrites remembers, per DaemonSet, the last rollout status written and
+// when: the cache shows a write only after the watch delivers it, and until
+// then the written one is the truth; the time paces writes.
+type statusWrites struct {
+	mu   sync.Mutex
+	last map[string]statusWrite
+}
+
+type statusWrite struct {
+	uid   types.UID
+	value string
+	at    time.Time
+}
+
+func newStatusWrites() *statusWrites {
+	return &statusWrites{last: map[string]statusWrite{}}
+}
+
+// current returns the DaemonSet's latest rollout status: the one this process
+// wrote last, unless the cache shows a DaemonSet it did not write to.
+func (w *statusWrites) current(key string, ds *appsv1.DaemonSet) (value string, prev *RolloutStatus) {
+	w.mu.Lock()
+	last, ok := w.last[key]
+	w.mu.Unlock()
+	value = ds.Annotations[RolloutStatusAnnotation]
+	if ok && last.uid == ds.UID {
+		value = last.value
+	}
+	var s RolloutStatus
+	if value == "" || json.Unmarshal([]byte(value), &s) != nil {
+		return value, nil
+	}
+	return value, &s
+}
+
+// wait returns how long until the DaemonSet's status may be written again.
+func (w *statusWrites) wait(key string, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.last[key]
+	if !ok {
+		return 0
+	}
+	return max(last.at.Add(statusWriteInterval).Sub(now), 0)
+}
+
+func (w *statusWrites) record(key string, uid types.UID, value string, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last[key] = statusWrite{uid: uid, value: value, at: at}
+}
+
+func (w *statusWrites) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, key)
+}
+
+// writeRolloutStatus patches the annotation alone (a merge patch touches no
+// other key), which is all the controller's admission policy lets it change
+// on a DaemonSet.
+func (c *Controller) writeRolloutStatus(ctx context.Context, ds *appsv1.DaemonSet, key, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RolloutStatusAnnotation: value}}})
+	if err != nil {
+		return fmt.Errorf("encoding the rollout status patch: %w", err)
+	}
+	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("writing the rollout status of daemonset %s: %w", key, err)
+	}
+	c.statusWrites.record(key, ds.UID, value, time.Now())
+	return nil
+}
+
+// failureRecord is the set of nodes that failed for one revision: those the
+// status records, and those that fail now.
+type failureRecord struct {
+	nodes    map[string]string // node → why it failed ("" when only recorded)
+	recorded int               // the count the status records
+}
+
+// recordFor returns the failures prev records for rev, or an empty record
+// when prev is about another revision (a new template, or a rollback under a
+// new number).
+func recordFor(prev *RolloutStatus, rev revision) *failureRecord {
+	r := &failureRecord{nodes: map[string]string{}}
+	if prev == nil || prev.Revision != rev.number || prev.Hash != rev.hash {
+		return r
+	}
+	for _, n := range prev.Failed.Nodes {
+		r.nodes[n] = ""
+	}
+	r.recorded = prev.Failed.Count
+	return r
+}
+
+// has reports whether the node failed for the revision.
+func (r *failureRecord) has(node string) bool {
+	_, ok := r.nodes[node]
+	return ok
+}
+
+// add records a failure, keeping the first reason seen.
+func (r *failureRecord) add(node, why string) {
+	if old, ok := r.nodes[node]; !ok || old == "" {
+		r.nodes[node] = why
+	}
+}
+
+// count is how many nodes failed: never fewer than recorded, since
+// recorded nodes past the names kept cannot be told apart from new ones.
+func (r *failureRecord) count() int {
+	return max(r.recorded, len(r.nodes))
+}
+
+// grew reports whether failures are known that the status does not record.
+func (r *failureRecord) grew() bool {
+	return r.count() > r.recorded
+}
+
+// status is the record as the rollout status keeps it.
+func (r *failureRecord) status() FailedNodes {
+	names := make([]string, 0, len(r.nodes))
+	for n := range r.nodes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return FailedNodes{Count: r.count(), Nodes: names[:min(len(names), recordedFailedNodes)]}
+}
+
+// describe names the failed nodes and why, the first few of them.
+func (r *failureRecord) describe() string {
+	names := make([]string, 0, len(r.nodes))
+	for n := range r.nodes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for i, n := range names[:min(len(names), recordedFailedNodes)] {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(n)
+		if why := r.nodes[n]; why != "" {
+			b.WriteString(" (" + why + ")")
+		}
+	}
+	if more := r.count() - min(len(names), recordedFailedNodes); more > 0 {
+		fmt.Fprintf(&b, "; and %d more", more)
+	}
+	return b.String()
+}
+
+// updateRolloutStatus writes status when it differs from the current one
+// (prev, as value), at most every statusWriteInterval, records the events of
+// the transitions it makes (failures describes the failed nodes for a halt),
+// and exports the figures. written reports whether the annotation now holds
+// status.
+func (c *Controller) updateRolloutStatus(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
+	status RolloutStatus, failures string) (written bool, err error) {
+	c.metrics.rollout(ds, &status)
+	data, err := json.Marshal(status)
+	if err != nil {
+		return false, fmt.Errorf("encoding the rollout status: %w", err)
+	}
+	value := string(data)
+	if value == current {
+		return true, nil
+	}
+	if wait := c.statusWrites.wait(key, time.Now()); wait > 0 {
+		c.queue.AddAfter(key, wait)
+		return false, nil
+	}
+	if err := c.writeRolloutStatus(ctx, ds, key, value); err != nil {
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedStatus, "Writing annotation %s failed: %v", RolloutStatusAnnotation, err)
+		return false, err
+	}
+	c.recordTransitions(ds, prev, &status, failures)
+	return true, nil
+}
+
+// recordTransitions records an event for each way the rollout changed since
+// prev, the status last written: events say what changed, never what still
+// holds, so a restarted controller (which reads prev from the annotation)
+// does not repeat them.
+func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *RolloutStatus, failures string) {
+	sameRevision := prev != nil && prev.Revision == now.Revision && prev.Hash == now.Hash
+	complete := now.Updated == now.Total && now.InFlight == 0 && now.Failed.Count == 0
+	if !sameRevision && prev != nil && !complete {
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutStarted, "Rolling out revision %d (%s) to %d nodes", now.Revision, now.Hash, now.Total)
+	}
+	wasHalted := sameRevision && prev.Halted
+	switch {
+	case now.Halted && !wasHalted:
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonRolloutHalted, "Rollout of revision %d halted: %s: %s", now.Revision, now.Reason, failures)
+	case !now.Halted && wasHalted:
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout of revision %d resumed: %d failed nodes, under max-failed", now.Revision, now.Failed.Count)
+	}
+	wasPaused := prev != nil && prev.Paused
+	switch {
+	case now.Paused && !wasPaused:
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutPaused, "Rollout of revision %d paused by %s", now.Revision, PausedAnnotation)
+	case !now.Paused && wasPaused:
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout of revision %d resumed: %s removed", now.Revision, PausedAnnotation)
+	}
+	wasComplete := sameRevision && prev.Updated == prev.Total && prev.InFlight == 0 && prev.Failed.Count == 0
+	if complete && !wasComplete && prev != nil {
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutCompleted, "Revision %d (%s) runs on all %d nodes", now.Revision, now.Hash, now.Total)
+	}
+}
+
+// settingsValid records a Warning event when the DaemonSet's controls do not
+// parse (once per distinct error, not on every sync) and reports whether
+// they did.
+func (c *Controller) settingsValid(ds *appsv1.DaemonSet, key string, err error) bool {
+	var invalid *settingsError
+	reason := ReasonInvalidMaxUnavailable
+	if errors.As(err, &invalid) {
+		reason = ReasonInvalidAnnotation
+	}
+	if err == nil {
+		c.eventMemo.clear(key, ReasonInvalidMaxUnavailable, ReasonInvalidAnnotation)
+		return true
+	}
+	c.eventOnChange(ds, key, corev1.EventTypeWarning, reason, err.Error()+"; nothing is deleted or newly offered until it is fixed")
+	return false
+}

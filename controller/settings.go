@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/edgeota/edgeota/health"
+)
+
+// Annotations of edgeota's own, read on DaemonSets: the operator's controls
+// over a rollout, and the controller's summary of where it stands.
+const (
+	// MaxFailedAnnotation is how many nodes may fail for the target revision
+	// before the rollout halts: an integer or a percentage of the nodes,
+	// rounded up, at least 1. Absent: the max-unavailable budget.
+	MaxFailedAnnotation = "edgeota.io/max-failed"
+	// ProgressDeadlineAnnotation is how many seconds an upgraded node may
+	// stay in flight before it counts as failed. Absent: 600.
+	ProgressDeadlineAnnotation = "edgeota.io/progress-deadline-seconds"
+	// PausedAnnotation, "true", stops deletions (AdvancedRollingUpdate) and
+	// new offers (OTA); what is under way goes on.
+	PausedAnnotation = "edgeota.io/paused"
+	// RolloutNodeSelectorAnnotation is a label selector in kubectl's syntax:
+	// only pods on matching nodes are upgraded or offered.
+	RolloutNodeSelectorAnnotation = "edgeota.io/rollout-node-selector"
+	// PartitionAnnotation is how many of the nodes the rollout may touch
+	// (an integer or a percentage, rounded up) stay on the old revision;
+	// the others are taken in name order.
+	PartitionAnnotation = "edgeota.io/partition"
+	// RolloutStatusAnnotation is the controller's JSON summary of the rollout
+	// (RolloutStatus), and the record of its failed nodes.
+	RolloutStatusAnnotation = "edgeota.io/rollout-status"
+)
+
+// settings are a DaemonSet's rollout controls, resolved against its nodes.
+type settings struct {
+	maxUnavailable int
+	maxFailed      int
+	deadline       time.Duration
+	paused         bool
+	selector       labels.Selector // nil: every node
+	partition      string          // "" when absent; validated
+}
+
+// settingsError is an annotation whose value the controller cannot use.
+type settingsError struct {
+	annotation, value, want string
+}
+
+func (e *settingsError) Error() string {
+	return fmt.Sprintf("annotation %s: invalid value %q: %s", e.annotation, e.value, e.want)
+}
+
+// rolloutSettings reads the DaemonSet's controls; nodes is how many nodes the
+// rollout may touch, the base of percentages. An invalid value is an error
+// naming the annotation and its value.
+func rolloutSettings(ds *appsv1.DaemonSet, nodes int) (settings, error) {
+	var s settings
+	var err error
+	if s.maxUnavailable, err = maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], nodes); err != nil {
+		return s, err
+	}
+	s.maxFailed = s.maxUnavailable
+	if v, ok := ds.Annotations[MaxFailedAnnotation]; ok {
+		n, err := scaledCount(v, nodes)
+		if err != nil || n < 1 {
+			return s, &settingsError{MaxFailedAnnotation, v, "want a positive integer or a percentage between 1% and 100%"}
+		}
+		s.maxFailed = n
+	}
+	s.deadline = health.DefaultDeadline
+	if v, ok := ds.Annotations[ProgressDeadlineAnnotation]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return s, &settingsError{ProgressDeadlineAnnotation, v, "want a positive number of seconds"}
+		}
+		s.deadline = time.Duration(n) * time.Second
+	}
+	if v, ok := ds.Annotations[PausedAnnotation]; ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return s, &settingsError{PausedAnnotation, v, `want "true" or "false"`}
+		}
+		s.paused = b
+	}
+	if v, ok := ds.Annotations[RolloutNodeSelectorAnnotation]; ok {
+		sel, err := labels.Parse(v)
+		if err != nil {
+			return s, &settingsError{RolloutNodeSelectorAnnotation, v, "want a label selector as kubectl takes it: " + err.Error()}
+		}
+		s.selector = sel
+	}
+	if v, ok := ds.Annotations[PartitionAnnotation]; ok {
+		if _, err := scaledCount(v, 0); err != nil {
+			return s, &settingsError{PartitionAnnotation, v, "want a non-negative integer or a percentage between 0% and 100%"}
+		}
+		s.partition = v
+	}
+	return s, nil
+}
+
+// scaledCount resolves an integer or a percentage of total, rounded up.
+func scaledCount(value string, total int) (int, error) {
+	value = strings.TrimSpace(value)
+	percent, isPercent := strings.CutSuffix(value, "%")
+	n, err := strconv.Atoi(strings.TrimSpace(percent))
+	if err != nil || n < 0 || (isPercent && n > 100) {
+		return 0, fmt.Errorf("%q is not a non-negative integer or a percentage between 0%% and 100%%", value)
+	}
+	if !isPercent {
+		return n, nil
+	}
+	return (n*total + 99) / 100, nil
+}
