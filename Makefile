@@ -8,7 +8,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build images generate check lint breaking fresh fmt vet test test-unit test-images test-fuzz test-e2e tools run bench clean
+.PHONY: all build images generate sdk-ts check lint breaking fresh fmt vet test test-unit test-images test-fuzz test-e2e tools run bench clean
 
 all: build
 
@@ -66,18 +66,33 @@ $(BIN)/buf: hack/buf/go.mod hack/buf/go.sum
 generate: $(BIN)/buf
 	$(BIN)/buf generate
 
+## sdk-ts: the TypeScript SDK (sdk/ts/gen/) regenerated with protoc-gen-es,
+## its packages installed from sdk/ts/package-lock.json (npm ci), and the
+## OpenAPI documents validated. Not needed by check.
+sdk-ts: $(BIN)/buf
+	cd sdk/ts && npm ci --no-audit --no-fund
+	$(BIN)/buf generate --template buf.gen.ts.yaml
+	node sdk/ts/validate-openapi.js gen/openapiv2/edgeota/v1/*.swagger.json
+
 ## check: buf lint and breaking, generated code freshness, gofmt, go vet.
 check: lint breaking fresh fmt vet
 
 lint: $(BIN)/buf
 	$(BIN)/buf lint
 
-# Breaking changes are judged against the previous commit when it has protos.
+# Breaking changes are judged against the previous commit when it has protos,
+# and against the contract as it stood when this round of work began
+# (CONTRACT_BASE), so that a series of commits cannot break it step by step.
+CONTRACT_BASE ?= c1d7825
 breaking: $(BIN)/buf
 	@if git rev-parse -q --verify HEAD~1 >/dev/null && [ -n "$$(git ls-tree -d HEAD~1 proto)" ]; then \
 		echo "buf breaking --against .git#ref=HEAD~1"; \
 		$(BIN)/buf breaking --against '.git#ref=HEAD~1'; \
 	else echo "buf breaking: no previous commit with protos, nothing to compare"; fi
+	@if git rev-parse -q --verify '$(CONTRACT_BASE)^{commit}' >/dev/null; then \
+		echo "buf breaking --against .git#ref=$(CONTRACT_BASE)"; \
+		$(BIN)/buf breaking --against '.git#ref=$(CONTRACT_BASE)'; \
+	else echo "buf breaking: the contract base $(CONTRACT_BASE) is not in this clone"; exit 1; fi
 
 # Regenerate and fail if gen/ differs from what is committed.
 fresh: generate
@@ -115,7 +130,7 @@ test-fuzz:
 	done
 
 ## test-e2e: the end-to-end suite against the embedded local cluster.
-test-e2e: tools build
+test-e2e: tools build sdk-ts
 	$(GO) test -count=1 -tags e2e -timeout 40m ./e2e/...
 
 ## tools: build the local cluster's binaries into bin/ (skips what is current).

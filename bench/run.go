@@ -16,7 +16,7 @@ const resultsFile = "bench/results/latest.md"
 // runStarted is when the run began, for progress lines.
 var runStarted = time.Now()
 
-// run creates the cluster, runs the five scenarios in order, each on a quiet
+// run creates the cluster, runs the six scenarios in order, each on a quiet
 // cluster with fresh measured processes, and writes the report. Tables are
 // printed as scenarios finish; the results file is written only by a run
 // that completes, so a failed run never replaces the last good table.
@@ -86,6 +86,16 @@ func run(ctx context.Context) (err error) {
 		return fmt.Errorf("upgrade latency: %w", err)
 	}
 	emit(upgradeTable(up))
+	if err := s.stopChild(agent); err != nil {
+		return err
+	}
+
+	progress("6. persistence: the agent with and without its state directory")
+	persist, err := benchPersistence(ctx, s)
+	if err != nil {
+		return fmt.Errorf("persistence: %w", err)
+	}
+	emit(persistenceTable(persist))
 
 	footer := fmt.Sprintf("\nWhole run: %s; load average at the end %s. Logs of the measured processes: .cache/bench/. "+
 		"What limits the missed figures: bench/README.md, \"What limits the figures\".\n",

@@ -110,9 +110,12 @@ func (s *session) startController(ctx context.Context, name string) (*child, err
 }
 
 // startAgent runs bin/ota-server for agentNode with the admin kubeconfig and
-// waits until its cache has synced.
+// a state directory in the bench's log dir, and waits until its cache has
+// synced.
 func startAgent(ctx context.Context, s *session) (*child, error) {
-	a, err := s.h.StartAgent(ctx, harness.AgentOptions{Node: agentNode, Name: harness.AgentBinary})
+	a, err := s.h.StartAgent(ctx, harness.AgentOptions{
+		Node: agentNode, Name: harness.AgentBinary, StateDir: filepath.Join(s.logDir, "ota-server-state-nodeapi"),
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,9 @@ const (
 	// rounded up, at least 1. Absent: the max-unavailable budget.
 	MaxFailedAnnotation = "edgeota.io/max-failed"
 	// ProgressDeadlineAnnotation is how many seconds an upgraded node may
-	// stay in flight before it counts as failed. Absent: 600.
-	ProgressDeadlineAnnotation = "edgeota.io/progress-deadline-seconds"
+	// stay in flight before it counts as failed. Absent: 600. Owned by
+	// health, whose rule it feeds, since the node agent reads it too.
+	ProgressDeadlineAnnotation = health.ProgressDeadlineAnnotation
 	// PausedAnnotation, "true", stops deletions (AdvancedRollingUpdate) and
 	// new offers (OTA); what is under way goes on.
 	PausedAnnotation = "edgeota.io/paused"
@@ -75,11 +76,11 @@ func rolloutSettings(ds *appsv1.DaemonSet, nodes int) (settings, error) {
 	}
 	s.deadline = health.DefaultDeadline
 	if v, ok := ds.Annotations[ProgressDeadlineAnnotation]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
+		d, err := health.ParseProgressDeadline(v)
+		if err != nil {
 			return s, &settingsError{ProgressDeadlineAnnotation, v, "want a positive number of seconds"}
 		}
-		s.deadline = time.Duration(n) * time.Second
+		s.deadline = d
 	}
 	if v, ok := ds.Annotations[PausedAnnotation]; ok {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))

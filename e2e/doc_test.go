@@ -15,6 +15,12 @@
 //   - auto_test.go: `auto` upgrades connected nodes, the others on return.
 //   - rolling_test.go: AdvancedRollingUpdate stays within max-unavailable.
 //   - apiserver_cut_test.go: the agent cut off from the API server.
+//   - offline_test.go: the offline-first agent through a dead zone: restarts
+//     serving its stored view, queued upgrades run (or refused) on
+//     reconnection, corrupt state files ignored; its restartable agent.
+//   - owner_test.go: the owner's view: a watcher sees a new version with its
+//     images, otactl upgrade --wait to UPGRADED and to FAILED
+//     (CrashLoopBackOff), and the TypeScript SDK (sdk/ts) run by Node.js.
 //   - rbac_test.go: deploy/ applies and its RBAC suffices, no more.
 //   - nodescope_test.go: the API server's admission policy confines an agent
 //     to its own node's pods, whatever node name it is started with.

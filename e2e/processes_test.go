@@ -32,21 +32,26 @@ func (e *env) startControllerWith(opts harness.ControllerOptions) {
 type agent struct {
 	node string
 	addr string // host:port
+	// stateDir is its --state-dir, in the test's log dir unless extra flags
+	// named another.
+	stateDir string
 }
 
 // startAgent runs bin/ota-server for the node on a free loopback port with the
-// kubeconfig, waits until its pod cache has synced, and stops it when the
-// test ends. extra adds flags.
+// kubeconfig and a state directory of its own in the test's log dir, waits
+// until it serves a view of its pods, and stops it when the test ends. extra
+// adds flags (a later flag wins, so extra can name another --state-dir).
 func (e *env) startAgent(node, kubeconfig string, extra ...string) agent {
 	e.t.Helper()
-	a, err := e.h.StartAgent(e.t.Context(), harness.AgentOptions{Node: node, Kubeconfig: kubeconfig, Flags: extra})
+	stateDir := filepath.Join(e.logDir, "state-"+node)
+	a, err := e.h.StartAgent(e.t.Context(), harness.AgentOptions{Node: node, Kubeconfig: kubeconfig, StateDir: stateDir, Flags: extra})
 	if a != nil {
 		e.stopAtCleanup(a.Process)
 	}
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return agent{node: a.Node, addr: a.Addr}
+	return agent{node: a.Node, addr: a.Addr, stateDir: stateDir}
 }
 
 // start runs a binary logging to the test's log dir and stops it at cleanup,

@@ -103,8 +103,11 @@ func TestDeployRBAC(t *testing.T) {
 		expectAccess(t, agentClient, true,
 			access{verb: "delete", resource: "pods", namespace: e.ns},
 			access{verb: "patch", resource: "pods", subresource: "status", namespace: e.ns},
+			access{verb: "get", group: "apps", resource: "controllerrevisions", namespace: e.ns},
 		)
 		expectAccess(t, agentClient, false,
+			access{verb: "list", group: "apps", resource: "controllerrevisions", namespace: e.ns},
+			access{verb: "watch", group: "apps", resource: "controllerrevisions", namespace: e.ns},
 			access{verb: "create", resource: "pods", namespace: e.ns},
 			access{verb: "patch", resource: "pods", namespace: e.ns},
 			access{verb: "get", resource: "secrets", namespace: e.ns},

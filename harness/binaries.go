@@ -94,6 +94,9 @@ type AgentOptions struct {
 	Kubeconfig string
 	// Port is its loopback port; empty means a free one.
 	Port string
+	// StateDir is where it keeps its stored view of the pods and its queued
+	// actions; empty keeps the binary's default.
+	StateDir string
 	// Flags are added after those above, for settings the harness does not
 	// name; a flag given twice takes its last value.
 	Flags []string
@@ -124,8 +127,12 @@ func (h *Harness) StartAgent(ctx context.Context, o AgentOptions) (*Agent, error
 		}
 		o.Port = ports[0]
 	}
-	args := append([]string{h.Tools.Path(AgentBinary),
-		"--kubeconfig", o.Kubeconfig, "--node-name", o.Node, "--bind-address", loopback, "--port", o.Port}, o.Flags...)
+	args := []string{h.Tools.Path(AgentBinary),
+		"--kubeconfig", o.Kubeconfig, "--node-name", o.Node, "--bind-address", loopback, "--port", o.Port}
+	if o.StateDir != "" {
+		args = append(args, "--state-dir", o.StateDir)
+	}
+	args = append(args, o.Flags...)
 	p, err := h.Start(o.Name, args...)
 	if err != nil {
 		return nil, err

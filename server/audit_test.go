@@ -44,7 +44,7 @@ func TestAuditsEveryAction(t *testing.T) {
 
 	upgraders := []string{GroupViewers, GroupUpgraders}
 	line := func(rpc, name, outcome, protocol string) []any {
-		return []any{"user", "uli", "groups", upgraders, "rpc", rpc, "pod", klog.KRef("default", name), "outcome", outcome, "protocol", protocol}
+		return []any{"user", "uli", "groups", upgraders, "rpc", rpc, "pod", klog.KRef("default", name), "outcome", outcome, "queued", false, "protocol", protocol}
 	}
 	want := [][]any{
 		line("ImagePull", "p", "OK", "REST"),
@@ -68,7 +68,7 @@ func TestAuditsAnonymousCallers(t *testing.T) {
 	}
 	_, _ = f.rpc.Upgrade(context.Background(), &edgeotav1.UpgradeRequest{Namespace: "default", Name: string(long)})
 	want := [][]any{{"user", "system:anonymous", "groups", []string(nil), "rpc", "Upgrade",
-		"pod", klog.KRef("default", string(long[:maxAudited])), "outcome", "InvalidArgument", "protocol", "gRPC"}}
+		"pod", klog.KRef("default", string(long[:maxAudited])), "outcome", "InvalidArgument", "queued", false, "protocol", "gRPC"}}
 	if diff := cmp.Diff(want, audits()); diff != "" {
 		t.Errorf("audit lines (-want +got):\n%s", diff)
 	}

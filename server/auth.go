@@ -18,20 +18,31 @@ import (
 // Kubernetes names groups so that the same client certificates and token files
 // can serve both.
 const (
-	// GroupViewers may list the node's pods (ListPods, and gRPC reflection).
+	// GroupViewers may list the node's pods, apps and queued actions
+	// (ListPods, ListUpgrades, WatchUpgrades, ListActions, and gRPC
+	// reflection).
 	GroupViewers = "edgeota:viewers"
-	// GroupUpgraders may also act on them (ImagePull, Upgrade).
+	// GroupUpgraders may also act on them (ImagePull, Upgrade, queued or
+	// not, and CancelAction).
 	GroupUpgraders = "edgeota:upgraders"
 )
 
 // Identity is who called: a user of the token file, or the subject of a
 // verified client certificate (CN the user, O the groups, as Kubernetes does).
 type Identity struct {
-	// User names the caller in the audit log.
-	User string
-	// Groups decide what the caller may do (GroupViewers, GroupUpgraders).
-	Groups []string
+	User   string   `json:"user"`
+	UID    string   `json:"uid,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	// Via says how the caller authenticated (viaToken or viaCertificate), so
+	// that a queued action's caller can be checked again the same way.
+	Via string `json:"via,omitempty"`
 }
+
+// The ways in, as Identity.Via names them.
+const (
+	viaToken       = "token"
+	viaCertificate = "certificate"
+)
 
 // Authenticator tells who sent a request. The zero value authenticates no one
 // and lets every caller in anonymously: the loopback-only default. Once either
@@ -57,14 +68,23 @@ const (
 	accessUpgrade
 )
 
-// grpcAccess is what a gRPC method needs: health stays open, listing and
-// reflection (which only describes the API) need a viewer, and everything else
-// — the acting RPCs and any method added later — an upgrader.
+// grpcAccess is what a gRPC method needs: health stays open, the reads
+// (listing pods, apps and queued actions, watching apps) and reflection (which only describes the
+// API) need a viewer, the acting RPCs (queuing and cancelling included) an
+// upgrader, and so does any method added later until it is named here.
 func grpcAccess(fullMethod string) access {
+	switch fullMethod {
+	case edgeotav1.OTAService_ListPods_FullMethodName, edgeotav1.OTAService_ListActions_FullMethodName,
+		edgeotav1.OTAService_ListUpgrades_FullMethodName, edgeotav1.OTAService_WatchUpgrades_FullMethodName:
+		return accessView
+	case edgeotav1.OTAService_ImagePull_FullMethodName, edgeotav1.OTAService_Upgrade_FullMethodName,
+		edgeotav1.OTAService_CancelAction_FullMethodName:
+		return accessUpgrade
+	}
 	switch {
 	case strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/"):
 		return accessOpen
-	case fullMethod == edgeotav1.OTAService_ListPods_FullMethodName, strings.HasPrefix(fullMethod, "/grpc.reflection."):
+	case strings.HasPrefix(fullMethod, "/grpc.reflection."):
 		return accessView
 	default:
 		return accessUpgrade
@@ -72,8 +92,9 @@ func grpcAccess(fullMethod string) access {
 }
 
 // restAccess is what a REST request needs (the probes never get here): the
-// gateway only reads with GET and only acts with POST, so the method decides
-// without trusting any parsing of the path.
+// gateway only reads with GET (GET /pods, GET /edgeota.io/v1/actions) and
+// only acts with POST and DELETE (queuing and cancelling included), so the
+// method decides without trusting any parsing of the path.
 func restAccess(r *http.Request) access {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return accessView
@@ -120,7 +141,7 @@ func (a Authenticator) authenticate(r *http.Request) (*Identity, error) {
 	}
 	if a.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
 		subject := r.TLS.VerifiedChains[0][0].Subject
-		return &Identity{User: subject.CommonName, Groups: subject.Organization}, nil
+		return &Identity{User: subject.CommonName, Groups: subject.Organization, Via: viaCertificate}, nil
 	}
 	return nil, nil
 }
@@ -142,20 +163,61 @@ func (a Authenticator) authorize(ctx context.Context, need access) error {
 		return nil
 	}
 	c := callerFrom(ctx)
-	switch {
-	case c.authErr != nil:
+	if c.authErr != nil {
 		return status.Errorf(codes.Unauthenticated, "authentication failed: %v", c.authErr)
-	case c.identity == nil:
+	}
+	return a.allows(c.identity, need)
+}
+
+// allows returns nil if identity (nil for an anonymous caller) may make a
+// call that needs need under this configuration. It is also how a queued
+// action's caller is checked again when the action runs.
+func (a Authenticator) allows(identity *Identity, need access) error {
+	switch {
+	case need == accessOpen || !a.enabled():
+		return nil
+	case identity == nil:
 		return status.Error(codes.Unauthenticated, "authentication required: present a bearer token or a client certificate")
-	case slices.Contains(c.identity.Groups, GroupUpgraders),
-		need == accessView && slices.Contains(c.identity.Groups, GroupViewers):
+	case slices.Contains(identity.Groups, GroupUpgraders),
+		need == accessView && slices.Contains(identity.Groups, GroupViewers):
 		return nil
 	}
 	group := GroupUpgraders
 	if need == accessView {
 		group = GroupViewers + " or " + GroupUpgraders
 	}
-	return status.Errorf(codes.PermissionDenied, "user %s is not allowed this call: it needs group %s", echo(c.identity.User), group)
+	return status.Errorf(codes.PermissionDenied, "user %s is not allowed this call: it needs group %s", echo(identity.User), group)
+}
+
+// reauthorize returns nil if a caller recorded earlier (nil for an anonymous
+// one) may still make a call that needs need under this configuration: a
+// token user with the groups the token file gives it now, a certificate's
+// subject while certificates are still accepted. A queued action runs only
+// if its caller passes.
+func (a Authenticator) reauthorize(recorded *Identity, need access) error {
+	if !a.enabled() || recorded == nil {
+		return a.allows(recorded, need)
+	}
+	current := recorded
+	switch recorded.Via {
+	case viaToken:
+		var id *Identity
+		var ok bool
+		if a.Tokens != nil {
+			id, ok = a.Tokens.user(recorded.User, recorded.UID)
+		}
+		if !ok {
+			return status.Errorf(codes.PermissionDenied, "user %s has no token in the agent's token file any more", echo(recorded.User))
+		}
+		current = id
+	case viaCertificate:
+		if !a.ClientCerts {
+			return status.Errorf(codes.PermissionDenied, "user %s authenticated with a client certificate, which the agent no longer accepts", echo(recorded.User))
+		}
+	default:
+		return status.Errorf(codes.PermissionDenied, "user %s authenticated in a way this agent does not know", echo(recorded.User))
+	}
+	return a.allows(current, need)
 }
 
 // unaryInterceptor and streamInterceptor authorize gRPC calls by method, with

@@ -59,6 +59,8 @@ var operations = []operation{
 	{name: "REST ListPods", need: accessView, rest: "GET /pods", allowedHTTP: 200},
 	{name: "REST Upgrade", need: accessUpgrade, rest: "POST /openyurt.io/v1/namespaces/default/pods/ghost/upgrade", allowedHTTP: 404},
 	{name: "REST ImagePull", need: accessUpgrade, rest: "POST /openyurt.io/v1/namespaces/default/pods/ghost/imagepull", allowedHTTP: 404},
+	{name: "REST ListActions", need: accessView, rest: "GET /edgeota.io/v1/actions", allowedHTTP: 200},
+	{name: "REST CancelAction", need: accessUpgrade, rest: "DELETE /edgeota.io/v1/namespaces/default/pods/ghost/actions/upgrade", allowedHTTP: 404},
 	{name: "REST unknown path", need: accessView, rest: "GET /nope", allowedHTTP: 404},
 	{name: "healthz", need: accessOpen, rest: "GET /healthz", allowedHTTP: 200},
 	{name: "readyz", need: accessOpen, rest: "GET /readyz", allowedHTTP: 200},
@@ -72,6 +74,14 @@ var operations = []operation{
 	}},
 	{name: "gRPC ImagePull", need: accessUpgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		_, err := edgeotav1.NewOTAServiceClient(c).ImagePull(ctx, &edgeotav1.ImagePullRequest{Namespace: "default", Name: "ghost"})
+		return err
+	}},
+	{name: "gRPC ListActions", need: accessView, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+		_, err := edgeotav1.NewOTAServiceClient(c).ListActions(ctx, &edgeotav1.ListActionsRequest{})
+		return err
+	}},
+	{name: "gRPC CancelAction", need: accessUpgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+		_, err := edgeotav1.NewOTAServiceClient(c).CancelAction(ctx, &edgeotav1.CancelActionRequest{Namespace: "default", Name: "ghost", Action: "upgrade"})
 		return err
 	}},
 	{name: "gRPC reflection", need: accessView, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {

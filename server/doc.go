@@ -7,12 +7,28 @@
 //     the API server, and NewClient, which links and starts none of
 //     client-go's clientset (every API group), to keep the agent small.
 //   - podcache.go: the node's pod cache, and when it last heard from the API
-//     server; freshness.go: that time as the ListPods header
+//     server; apiclock.go: that time by the API server's clock (its Date
+//     header); freshness.go: that time as the ListPods header
 //     x-edgeota-synced-at / X-Edgeota-Synced-At.
+//   - podview.go: the view kept in the state directory (package statedir):
+//     what is stored, the coalesced writes, and the stored view read at start
+//     and served until the cache syncs.
 //   - listpods.go, convert.go: ListPods and the v1.Pod → PodList mapping;
 //     encoding.go: the last PodList's JSON and protobuf encodings, reused
 //     while the cache is unchanged.
 //   - upgrade.go: Upgrade and ImagePull, and the checks they share.
+//   - queue.go: the queue of actions asked for with queue_if_offline while
+//     the API server is unreachable, kept in the state directory, and their
+//     outcomes; actions.go: queuing them, ListActions, CancelAction, and
+//     RunQueue, which carries them out once the API server answers.
+//   - The owner's view, one entry per app (a DaemonSet with a pod here):
+//     apps.go: grouping pods into apps by owner, following an app across the
+//     replacement of its pod, and its phase (health.Judge decides FAILED);
+//     upgrades.go: the view kept current from the pod cache, ListUpgrades;
+//     watch.go: WatchUpgrades' bounded fan-out (snapshot, upserts, deletes,
+//     heartbeats, slow readers cut off) over gRPC and its own REST route;
+//     targets.go: the target revisions' images, one ControllerRevision read
+//     per new revision, jittered, kept in the state directory.
 //   - validate.go: namespace and name validation of path parameters.
 //   - errors.go: gRPC codes, HTTP statuses and API-server error mapping.
 //   - rest.go: content negotiation, plain-text bodies and the error handler
@@ -20,10 +36,12 @@
 //   - auth.go: who calls (bearer token or client certificate) and what each
 //     group may do, for both protocols; tokenfile.go: kube-apiserver's static
 //     token file format; tls.go: the serving and client-CA TLS configuration.
-//   - audit.go: one audit line per ImagePull and Upgrade, REST or gRPC.
+//   - audit.go: one audit line per ImagePull and Upgrade, REST or gRPC, and
+//     one per end of a queued action.
 //   - recover.go: a panic answers 500 / Internal instead of killing the agent.
-//   - handler.go, serve.go: one port for gRPC, REST and health; request
-//     limits and timeouts; graceful shutdown.
+//   - handler.go, serve.go: one port for gRPC, REST and health (readiness:
+//     which view is served and how old); request limits and timeouts;
+//     graceful shutdown.
 //
 // Fuzz targets: FuzzValidatePodRef, FuzzREST (any request through the whole
 // handler) and FuzzGRPCActions (any namespace and name into Upgrade and

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,7 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/statedir"
 )
 
 const (
@@ -42,6 +44,7 @@ type fixture struct {
 	t       testing.TB
 	client  *fake.Clientset
 	svc     *Server
+	pods    *PodCache
 	handler *Handler
 	base    string
 	addr    string
@@ -73,6 +76,14 @@ type fixtureOptions struct {
 	// watcher, when set, is the watch the pod cache gets from the fake API
 	// server, so a test decides what it hears and when.
 	watcher *watch.FakeWatcher
+	// stateDir keeps the pod view and the action queue on disk; nil keeps
+	// nothing and refuses queuing.
+	stateDir *statedir.Dir
+	// queuedActionTTL is the queue's TTL (DefaultQueuedActionTTL when zero).
+	queuedActionTTL time.Duration
+	// upgrades configures the owner's view; target revisions are read from
+	// the fake clientset without jitter unless it says otherwise.
+	upgrades UpgradeOptions
 }
 
 func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixture {
@@ -81,23 +92,44 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	if opts.logger != nil {
 		ctx = klog.NewContext(ctx, *opts.logger)
 	}
-	client := fake.NewClientset(objs...)
+	// ControllerRevisions are served by a clientset of their own: the
+	// owner's view reads them in the background, while tests add reactors
+	// to the pods' clientset, which the fake does not guard.
+	var pods, revisions []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(*appsv1.ControllerRevision); ok {
+			revisions = append(revisions, o)
+		} else {
+			pods = append(pods, o)
+		}
+	}
+	client := fake.NewClientset(pods...)
 	if opts.watcher != nil {
 		client.PrependWatchReactor("pods", k8stesting.DefaultWatchReactor(opts.watcher, nil))
 	}
-	pods := NewPodCache(typedClient{client}, testNode)
+	podCache := NewPodCache(ctx, typedClient{client}, testNode, PodCacheOptions{StateDir: opts.stateDir})
 	actions := opts.actions
 	if actions == nil {
 		actions = typedClient{client}
 	}
-	svc := New(testNode, actions, pods, opts.apiTimeout)
+	var queue *ActionQueue
+	if opts.stateDir != nil {
+		queue = NewActionQueue(ctx, opts.stateDir, opts.queuedActionTTL, nil)
+	}
+	if opts.upgrades.Revisions == nil {
+		opts.upgrades.Revisions = typedClient{fake.NewClientset(revisions...)}
+	}
+	if opts.upgrades.TargetJitter == 0 {
+		opts.upgrades.TargetJitter = time.Nanosecond
+	}
+	svc := New(testNode, actions, podCache, Options{APITimeout: opts.apiTimeout, Auth: opts.auth, Queue: queue, Upgrades: opts.upgrades})
 	if opts.unsynced {
 		svc.synced = func() bool { return false }
 	}
 	if opts.tweak != nil {
 		opts.tweak(svc)
 	}
-	h, err := NewHandler(ctx, svc, opts.auth)
+	h, err := NewHandler(ctx, svc)
 	if err != nil {
 		t.Fatalf("NewHandler: %v", err)
 	}
@@ -105,9 +137,11 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		h.limits = *opts.limits
 	}
 	informerDone := make(chan struct{})
-	go func() { defer close(informerDone); pods.Run(ctx) }()
+	go func() { defer close(informerDone); podCache.Run(ctx) }()
+	queueDone := make(chan struct{})
+	go func() { defer close(queueDone); svc.RunQueue(ctx) }()
 	if !opts.unsynced {
-		cache.WaitForCacheSync(ctx.Done(), pods.HasSynced)
+		cache.WaitForCacheSync(ctx.Done(), podCache.HasSynced)
 	}
 
 	var l net.Listener
@@ -144,6 +178,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 			serveErr = errors.New("serve did not return within 10s after its context ended")
 		}
 		<-informerDone
+		<-queueDone
 		return serveErr
 	}
 	t.Cleanup(func() {
@@ -154,7 +189,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		}
 	})
 	return &fixture{
-		t: t, client: client, svc: svc, base: scheme + "://" + addr, addr: addr,
+		t: t, client: client, svc: svc, pods: podCache, base: scheme + "://" + addr, addr: addr,
 		rpc: edgeotav1.NewOTAServiceClient(conn),
 		http: &http.Client{
 			Transport:     httpTransport,
@@ -171,6 +206,10 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 type typedClient struct{ kubernetes.Interface }
 
 func (c typedClient) Pods(namespace string) Pods { return c.CoreV1().Pods(namespace) }
+
+func (c typedClient) GetControllerRevision(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
+	return c.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
+}
 
 // IsWatchListSemanticsUnSupported passes on the fake clientset's answer, which
 // tells the pod cache's reflector to list and then watch: the fake cannot

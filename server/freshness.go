@@ -20,8 +20,16 @@ const SyncedAtHeader = "x-edgeota-synced-at"
 // setSyncedAt sends SyncedAtHeader with the answer of the call in ctx. A call
 // without a transport (a direct method call) has no header to set.
 func setSyncedAt(ctx context.Context, at time.Time) {
-	_ = grpc.SetHeader(ctx, metadata.Pairs(SyncedAtHeader, at.UTC().Format(time.RFC3339Nano)))
+	_ = grpc.SetHeader(ctx, syncedAtMD(at))
 }
+
+// syncedAtMD is SyncedAtHeader as gRPC metadata.
+func syncedAtMD(at time.Time) metadata.MD {
+	return metadata.Pairs(SyncedAtHeader, formatSyncedAt(at))
+}
+
+// formatSyncedAt is SyncedAtHeader's value for at.
+func formatSyncedAt(at time.Time) string { return at.UTC().Format(time.RFC3339Nano) }
 
 // outgoingHeader maps gRPC response headers to HTTP headers for the REST
 // gateway: SyncedAtHeader becomes X-Edgeota-Synced-At, anything else keeps

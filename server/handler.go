@@ -36,8 +36,10 @@ var defaultLimits = limits{
 // Handler is everything behind the agent's one port: gRPC (HTTP/2 requests
 // with content-type application/grpc, including the standard health service
 // and server reflection), the REST gateway, and the probes /healthz (the
-// process answers) and /readyz (the pod cache has synced). It authenticates
-// every request once, for both protocols, and survives a panicking one.
+// process answers) and /readyz (a view of the pods is served: the live one
+// once the pod cache has synced, the stored one before; the body says which
+// and how old). It authenticates every request once, for both protocols, and
+// survives a panicking one.
 type Handler struct {
 	svc    *Server
 	auth   Authenticator
@@ -49,8 +51,9 @@ type Handler struct {
 
 // NewHandler wires svc into a gRPC server and a REST gateway that calls it
 // in-process (no loopback hop between the two protocols), both audited and
-// guarded by auth.
-func NewHandler(ctx context.Context, svc *Server, auth Authenticator) (*Handler, error) {
+// guarded by svc's Authenticator (see Options).
+func NewHandler(ctx context.Context, svc *Server) (*Handler, error) {
+	auth := svc.auth
 	h := &Handler{
 		svc:  svc,
 		auth: auth,
@@ -80,14 +83,21 @@ func NewHandler(ctx context.Context, svc *Server, auth Authenticator) (*Handler,
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer recoverHTTP(w, r)
 	if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+		if r.URL.Path == edgeotav1.OTAService_WatchUpgrades_FullMethodName {
+			// A watch outlives the server's timeouts; it bounds each send.
+			r = r.WithContext(context.WithValue(r.Context(), deadlineKey{}, liftTimeouts(w)))
+		}
 		h.grpc.ServeHTTP(w, h.auth.identify(r, "gRPC"))
 		return
 	}
 	switch r.URL.Path {
+	case watchUpgradesPath:
+		h.serveWatchREST(w, h.auth.identify(r, "REST"))
 	case "/healthz":
-		h.probe(w, r, true)
+		h.probe(w, r, true, "ok")
 	case "/readyz":
-		h.probe(w, r, h.svc.synced())
+		ok, msg := h.svc.readiness()
+		h.probe(w, r, ok, msg)
 	default:
 		h.serveREST(w, h.auth.identify(r, "REST"))
 	}
@@ -106,7 +116,8 @@ func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) {
 	h.rest.ServeHTTP(w, r)
 }
 
-func (h *Handler) probe(w http.ResponseWriter, r *http.Request, ok bool) {
+// probe answers a probe: 200 and msg when ok, else 503 and msg.
+func (h *Handler) probe(w http.ResponseWriter, r *http.Request, ok bool, msg string) {
 	w.Header().Set("Content-Type", contentTypeText)
 	switch {
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
@@ -115,16 +126,34 @@ func (h *Handler) probe(w http.ResponseWriter, r *http.Request, ok bool) {
 		_, _ = fmt.Fprintln(w, "Method Not Allowed")
 	case !ok:
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintln(w, "the pod cache has not synced yet")
+		_, _ = fmt.Fprintln(w, msg)
 	default:
-		_, _ = fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, msg)
 	}
 }
 
-// watchReadiness marks the OTA service SERVING in the gRPC health service once
-// the pod cache has synced, as /readyz does for HTTP.
+// readiness reports whether a view of the pods is served, and says which and
+// how old: the live view once the cache has synced, the stored one before.
+func (s *Server) readiness() (bool, string) {
+	age := func(at time.Time) string {
+		return fmt.Sprintf("last contact with the API server %s ago (%s)",
+			max(s.clock.Now().Sub(at), 0).Truncate(time.Second), at.UTC().Format(time.RFC3339))
+	}
+	switch {
+	case s.synced():
+		return true, "ok: serving the live view; " + age(s.lastContact())
+	case s.stored != nil:
+		return true, "ok: serving the stored view until the API server answers; " + age(s.stored.lastContact)
+	default:
+		return false, "the pod cache has not synced yet and no stored view could be read"
+	}
+}
+
+// watchReadiness marks the OTA service SERVING in the gRPC health service
+// while a view of the pods is served, as /readyz does for HTTP: at once when
+// a stored view was read, else once the pod cache has synced.
 func (h *Handler) watchReadiness(ctx context.Context) {
-	if cache.WaitForCacheSync(ctx.Done(), h.svc.synced) {
+	if h.svc.stored != nil || cache.WaitForCacheSync(ctx.Done(), h.svc.synced) {
 		h.health.SetServingStatus(edgeotav1.OTAService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	}
 }

@@ -104,7 +104,7 @@ func TestLargeBodiesAreNotRead(t *testing.T) {
 	}
 
 	// In-process, to see how much of the body the handler reads.
-	h, err := NewHandler(context.Background(), f.svc, Authenticator{})
+	h, err := NewHandler(context.Background(), f.svc)
 	if err != nil {
 		t.Fatal(err)
 	}

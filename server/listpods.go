@@ -15,11 +15,17 @@ import (
 
 // ListPods answers from the informer cache: no API request, and the last known
 // state while the API server is out of reach. Before the cache's first sync it
-// answers Unavailable rather than an empty, misleading list. Every answer
-// says how fresh it is in SyncedAtHeader.
+// answers from the view the previous run stored, if any, and otherwise
+// Unavailable rather than an empty, misleading list. Every answer says how
+// fresh it is in SyncedAtHeader: for the stored view, the stored time of last
+// contact, not the time of the restart.
 func (s *Server) ListPods(ctx context.Context, _ *edgeotav1.ListPodsRequest) (*edgeotav1.ListPodsResponse, error) {
 	if !s.synced() {
-		return nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet")
+		if v := s.stored; v != nil {
+			setSyncedAt(ctx, v.lastContact)
+			return v.list, nil
+		}
+		return nil, status.Error(codes.Unavailable, "the pod cache has not synced with the API server yet and no stored view could be read")
 	}
 	setSyncedAt(ctx, s.lastContact())
 	generation := s.generation()
@@ -54,6 +60,12 @@ func (s *Server) listCached() (*edgeotav1.ListPodsResponse, error) {
 	// The informer is already restricted to this node; the check keeps the
 	// promise even if it were not.
 	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return p.Spec.NodeName != s.nodeName })
+	return podListResponse(pods), nil
+}
+
+// podListResponse is the PodList of pods, sorted by namespace and name. It
+// sorts pods in place.
+func podListResponse(pods []*corev1.Pod) *edgeotav1.ListPodsResponse {
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 			return c
@@ -64,5 +76,25 @@ func (s *Server) listCached() (*edgeotav1.ListPodsResponse, error) {
 	for _, p := range pods {
 		items = append(items, podToProto(p))
 	}
-	return &edgeotav1.ListPodsResponse{Kind: "PodList", ApiVersion: "v1", Items: items}, nil
+	return &edgeotav1.ListPodsResponse{Kind: "PodList", ApiVersion: "v1", Items: items}
+}
+
+// knownPod is the last known state of a pod, without an API request: the
+// informer cache's once it has synced, the stored view's before. It is what a
+// request to queue is checked against while the API server is unreachable:
+// NotFound when the view has no such pod, Unavailable when there is no view.
+func (s *Server) knownPod(namespace, name string) (*corev1.Pod, error) {
+	lister := s.lister
+	if !s.synced() {
+		if s.stored == nil {
+			return nil, status.Errorf(codes.Unavailable,
+				"the API server is unreachable and the agent has no view of pod %s/%s to check the request against", namespace, name)
+		}
+		lister = s.stored.pods
+	}
+	pod, err := lister.Pods(namespace).Get(name)
+	if err != nil {
+		return nil, status.Errorf(codes.NotFound, "pod %s/%s not found in the agent's last known view", namespace, name)
+	}
+	return pod, nil
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
 )
 
@@ -52,7 +53,9 @@ func negotiate(r *http.Request) {
 }
 
 // sentence is a response whose whole content is one human-readable sentence:
-// UpgradeResponse and ImagePullResponse.
+// UpgradeResponse, ImagePullResponse and CancelActionResponse (a queued
+// answer's "queued": true shows in JSON only; in text, the 202 and the
+// sentence say it).
 type sentence interface{ GetMessage() string }
 
 // plainMarshaler writes sentences as newline-terminated text/plain, as
@@ -95,7 +98,21 @@ func newGateway() *runtime.ServeMux {
 		runtime.WithUnescapingMode(runtime.UnescapingModeAllExceptReserved),
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
+		runtime.WithForwardResponseOption(acceptedWhenQueued),
 	)
+}
+
+// queuedAnswer is a response that may say its request was queued:
+// UpgradeResponse and ImagePullResponse.
+type queuedAnswer interface{ GetQueued() bool }
+
+// acceptedWhenQueued answers a queued request with 202 Accepted: it is kept,
+// not yet carried out.
+func acceptedWhenQueued(_ context.Context, w http.ResponseWriter, resp proto.Message) error {
+	if q, ok := resp.(queuedAnswer); ok && q.GetQueued() {
+		w.WriteHeader(http.StatusAccepted)
+	}
+	return nil
 }
 
 // writeError answers a failed call: grpc-gateway's status JSON (code, message,

@@ -33,6 +33,7 @@ func Serve(ctx context.Context, l net.Listener, h *Handler, drain time.Duration)
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	go h.watchReadiness(ctx)
+	go h.svc.upgrades.run(ctx)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()

@@ -32,26 +32,65 @@ type Server struct {
 	lastContact func() time.Time
 	generation  func() uint64
 	apiTimeout  time.Duration
+	auth        Authenticator
+	clock       *APIServerClock
+	// stored is the view a previous run kept on disk, served until the cache
+	// syncs; nil if none.
+	stored *storedView
+	// queue holds the actions queued while the API server is unreachable;
+	// nil refuses queuing (no state directory).
+	queue *ActionQueue
 
 	// lastList is the most recent ListPods answer, reused while the cache's
 	// generation stays the same.
 	lastList atomic.Pointer[podList]
+
+	// upgrades is the owner's view (ListUpgrades, WatchUpgrades), kept
+	// current by Serve.
+	upgrades *upgradeView
+}
+
+// Options configures New; the zero value is the agent without authentication,
+// persistence or queuing.
+type Options struct {
+	// APITimeout bounds each live API call; zero means
+	// DefaultAPIServerTimeout.
+	APITimeout time.Duration
+	// Auth says who may call what; NewHandler enforces it on every call, and a
+	// queued action's caller must still pass it when the action runs.
+	Auth Authenticator
+	// Clock tells the API server's time (nil: the node's).
+	Clock *APIServerClock
+	// Queue keeps actions asked for with queue_if_offline while the API
+	// server is unreachable (see NewActionQueue); nil refuses them.
+	Queue *ActionQueue
+	// Upgrades configures the owner's view (ListUpgrades, WatchUpgrades).
+	Upgrades UpgradeOptions
 }
 
 // New returns a Server for nodeName that reads pods from pods (see
-// NewPodCache) and acts through client. apiTimeout bounds each live API call;
-// zero means DefaultAPIServerTimeout.
-func New(nodeName string, client Client, pods *PodCache, apiTimeout time.Duration) *Server {
-	if apiTimeout <= 0 {
-		apiTimeout = DefaultAPIServerTimeout
+// NewPodCache) and acts through client.
+func New(nodeName string, client Client, pods *PodCache, opts Options) *Server {
+	if opts.APITimeout <= 0 {
+		opts.APITimeout = DefaultAPIServerTimeout
 	}
-	return &Server{
+	s := &Server{
 		nodeName:    nodeName,
 		client:      client,
 		lister:      corelisters.NewPodLister(pods.informer.GetIndexer()),
 		synced:      pods.HasSynced,
 		lastContact: pods.contact.last,
 		generation:  pods.generation.Load,
-		apiTimeout:  apiTimeout,
+		apiTimeout:  opts.APITimeout,
+		auth:        opts.Auth,
+		clock:       opts.Clock,
+		stored:      pods.stored,
+		queue:       opts.Queue,
 	}
+	s.upgrades = newUpgradeView(s, opts.Upgrades)
+	pods.onChange(s.upgrades.changed)
+	if s.queue != nil {
+		s.queue.onChange(s.upgrades.changed)
+	}
+	return s
 }

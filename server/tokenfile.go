@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -61,9 +62,7 @@ func parseTokens(r io.Reader) (*TokenFile, error) {
 		if _, dup := tf.tokens[key]; dup {
 			return nil, fmt.Errorf("line %d: duplicate token", line)
 		}
-		// record[2], the uid, is kept in the format for kube-apiserver's
-		// files to work unchanged; nothing here depends on it.
-		id := &Identity{User: record[1]}
+		id := &Identity{User: record[1], UID: record[2], Via: viaToken}
 		if len(record) > 3 {
 			for _, g := range strings.Split(record[3], ",") {
 				if g = strings.TrimSpace(g); g != "" {
@@ -82,4 +81,25 @@ func parseTokens(r io.Reader) (*TokenFile, error) {
 func (tf *TokenFile) lookup(token string) (*Identity, bool) {
 	id, ok := tf.tokens[sha256.Sum256([]byte(token))]
 	return id, ok
+}
+
+// user returns the identity the file gives user name with uid now, the
+// groups of all its tokens together: how a queued action's caller is checked
+// again when it runs, without its token, which is never stored.
+func (tf *TokenFile) user(name, uid string) (*Identity, bool) {
+	var found *Identity
+	for _, id := range tf.tokens {
+		if id.User != name || id.UID != uid {
+			continue
+		}
+		if found == nil {
+			found = &Identity{User: id.User, UID: id.UID, Via: viaToken}
+		}
+		for _, g := range id.Groups {
+			if !slices.Contains(found.Groups, g) {
+				found.Groups = append(found.Groups, g)
+			}
+		}
+	}
+	return found, found != nil
 }

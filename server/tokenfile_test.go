@@ -17,15 +17,15 @@ func TestParseTokens(t *testing.T) {
 		want    *Identity
 		wantErr string
 	}{
-		{name: "three columns", csv: "abc,alice,1001\n", token: "abc", want: &Identity{User: "alice"}},
+		{name: "three columns", csv: "abc,alice,1001\n", token: "abc", want: &Identity{User: "alice", UID: "1001", Via: viaToken}},
 		{name: "quoted groups", csv: `abc,alice,1001,"edgeota:viewers,edgeota:upgraders"` + "\n", token: "abc",
-			want: &Identity{User: "alice", Groups: []string{GroupViewers, GroupUpgraders}}},
+			want: &Identity{User: "alice", UID: "1001", Groups: []string{GroupViewers, GroupUpgraders}, Via: viaToken}},
 		{name: "one group unquoted", csv: "abc,alice,1001,edgeota:viewers\n", token: "abc",
-			want: &Identity{User: "alice", Groups: []string{GroupViewers}}},
+			want: &Identity{User: "alice", UID: "1001", Groups: []string{GroupViewers}, Via: viaToken}},
 		{name: "spaces around groups", csv: `abc, alice, 1001, " edgeota:viewers , "` + "\n", token: "abc",
-			want: &Identity{User: "alice", Groups: []string{GroupViewers}}},
-		{name: "blank lines", csv: "\n\nabc,alice,1001\n\n", token: "abc", want: &Identity{User: "alice"}},
-		{name: "empty uid", csv: "abc,alice,\n", token: "abc", want: &Identity{User: "alice"}},
+			want: &Identity{User: "alice", UID: "1001", Groups: []string{GroupViewers}, Via: viaToken}},
+		{name: "blank lines", csv: "\n\nabc,alice,1001\n\n", token: "abc", want: &Identity{User: "alice", UID: "1001", Via: viaToken}},
+		{name: "empty uid", csv: "abc,alice,\n", token: "abc", want: &Identity{User: "alice", Via: viaToken}},
 		{name: "too few columns", csv: "abc,alice,1\n\nxyz,bob\n", wantErr: "line 3: got 2 columns, want at least 3"},
 		{name: "empty token", csv: ",alice,1\n", wantErr: "line 1: empty token"},
 		{name: "empty user", csv: "abc,,1\n", wantErr: "line 1: empty user name"},

@@ -24,45 +24,151 @@ var daemonSetKind = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
 
 // Upgrade deletes the pod, with preconditions on its UID and resourceVersion so
 // that a pod replaced or changed since the checks is never deleted by mistake;
-// the DaemonSet controller (OnDelete) recreates it from the new template.
+// the DaemonSet controller (OnDelete) recreates it from the new template. With
+// queue_if_offline, an API server found unreachable by the live read queues
+// the upgrade instead (see queueAction).
 func (s *Server) Upgrade(ctx context.Context, req *edgeotav1.UpgradeRequest) (*edgeotav1.UpgradeResponse, error) {
-	pod, target, err := s.checkedPod(ctx, req.GetNamespace(), req.GetName())
+	pod, err := s.livePod(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		if req.GetQueueIfOffline() && status.Code(err) == codes.Unavailable {
+			return s.queueUpgrade(ctx, req.GetNamespace(), req.GetName(), err)
+		}
+		return nil, err
+	}
+	target, err := s.checkPod(pod)
 	if err != nil {
 		return nil, err
 	}
-	if c := podcondition.Get(&pod.Status, podcondition.ImageReady); c != nil && target != "" &&
-		conditionNames(c, target) && c.Status != corev1.ConditionTrue {
-		return nil, status.Errorf(codes.FailedPrecondition,
-			"%s: the image pre-pull of revision %s for pod %s has not succeeded (%s=%s, reason %s)",
-			notUpdatable, target, klog.KObj(pod), c.Type, c.Status, c.Reason)
+	if err := prePullGate(pod, target); err != nil {
+		return nil, err
 	}
-
-	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
-	defer cancel()
-	err = s.client.Pods(pod.Namespace).Delete(actx, pod.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion},
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, status.Errorf(codes.Aborted, "pod %s was deleted by someone else meanwhile", klog.KObj(pod))
+	if err := s.deleteForUpgrade(ctx, pod, target); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, apiError(fmt.Sprintf("deleting pod %s", klog.KObj(pod)), s.apiTimeout, err)
-	}
-	klog.FromContext(ctx).Info("Deleted pod to upgrade it", "pod", klog.KObj(pod), "revision", target)
-	return &edgeotav1.UpgradeResponse{Message: fmt.Sprintf("Start updating pod %s/%s", pod.Namespace, pod.Name)}, nil
+	return &edgeotav1.UpgradeResponse{Message: upgradeStarted(pod.Namespace, pod.Name)}, nil
 }
 
 // ImagePull records the owner's request on the pod as PodImageReady=False,
 // reason PullImageRequested, for the target revision; the controller's
 // pre-pull acts on it. A request already made, or already fulfilled, for the
-// same revision changes nothing; one after a failed pull asks again.
+// same revision changes nothing; one after a failed pull asks again. With
+// queue_if_offline, an API server found unreachable by the live read queues
+// the request instead (see queueAction).
 func (s *Server) ImagePull(ctx context.Context, req *edgeotav1.ImagePullRequest) (*edgeotav1.ImagePullResponse, error) {
-	pod, target, err := s.checkedPod(ctx, req.GetNamespace(), req.GetName())
+	pod, err := s.livePod(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		if req.GetQueueIfOffline() && status.Code(err) == codes.Unavailable {
+			return s.queueImagePull(ctx, req.GetNamespace(), req.GetName(), err)
+		}
+		return nil, err
+	}
+	target, err := s.checkPod(pod)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.requestPull(ctx, pod, target); err != nil {
+		return nil, err
+	}
+	return &edgeotav1.ImagePullResponse{Message: pullRequested(pod.Namespace, pod.Name)}, nil
+}
+
+// The sentences of a successful Upgrade and ImagePull, as OpenYurt's agent
+// wrote them.
+func upgradeStarted(namespace, name string) string {
+	return fmt.Sprintf("Start updating pod %s/%s", namespace, name)
+}
+
+func pullRequested(namespace, name string) string {
+	return fmt.Sprintf("Image pre-pull requested for pod %s/%s", namespace, name)
+}
+
+// livePod validates the pod's namespace and name and reads the pod live from
+// the API server, which doubles as the connectivity check: Unavailable means
+// the API server is unreachable or too slow.
+func (s *Server) livePod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	if err := validatePodRef(namespace, name); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
+	defer cancel()
+	pod, err := s.client.Pods(namespace).Get(actx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, apiError(fmt.Sprintf("reading pod %s/%s", namespace, name), s.apiTimeout, err)
+	}
+	return pod, nil
+}
+
+// checkPod runs the checks common to Upgrade and ImagePull that need no API
+// call, in the contract's order, on a live pod or on the last known one. It
+// returns the target revision hash named by the pod's PodNeedUpgrade
+// condition ("" if none).
+func (s *Server) checkPod(pod *corev1.Pod) (string, error) {
+	ref := klog.KObj(pod)
+	if pod.Spec.NodeName != s.nodeName {
+		return "", status.Errorf(codes.PermissionDenied, "pod %s runs on node %q, not on this node %q", ref, pod.Spec.NodeName, s.nodeName)
+	}
+	if pod.DeletionTimestamp != nil {
+		return "", status.Errorf(codes.FailedPrecondition, "%s: pod %s is being deleted", notUpdatable, ref)
+	}
+	if owner := metav1.GetControllerOfNoCopy(pod); owner == nil || ownerGroupKind(owner) != daemonSetKind {
+		return "", status.Errorf(codes.InvalidArgument, "pod %s is not controlled by a DaemonSet", ref)
+	}
+	need := podcondition.Get(&pod.Status, podcondition.NeedUpgrade)
+	if need == nil || need.Status != corev1.ConditionTrue {
+		state := "missing"
+		if need != nil {
+			state = string(need.Status)
+		}
+		return "", status.Errorf(codes.FailedPrecondition, "%s: pod %s has no newer version (condition %s is %s)",
+			notUpdatable, ref, podcondition.NeedUpgrade, state)
+	}
+	target, _ := podcondition.Revision(need.Message)
+	return target, nil
+}
+
+// prePullGate refuses an upgrade while an image pre-pull for the target
+// revision is requested but has not succeeded: pending or failed.
+func prePullGate(pod *corev1.Pod, target string) error {
+	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
+	if c == nil || target == "" || !conditionNames(c, target) || c.Status == corev1.ConditionTrue {
+		return nil
+	}
+	return status.Errorf(codes.FailedPrecondition,
+		"%s: the image pre-pull of revision %s for pod %s has not succeeded (%s=%s, reason %s)",
+		notUpdatable, target, klog.KObj(pod), c.Type, c.Status, c.Reason)
+}
+
+// prePullFailed reports whether the pod's image pre-pull for target has
+// failed, as opposed to pending: a queued upgrade waits for a pending pull
+// and is refused after a failed one.
+func prePullFailed(pod *corev1.Pod, target string) bool {
+	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
+	return c != nil && conditionNames(c, target) && c.Status != corev1.ConditionTrue && c.Reason == podcondition.ReasonPullImageFail
+}
+
+// deleteForUpgrade deletes pod with preconditions on the UID and
+// resourceVersion it was checked at.
+func (s *Server) deleteForUpgrade(ctx context.Context, pod *corev1.Pod, target string) error {
+	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
+	defer cancel()
+	err := s.client.Pods(pod.Namespace).Delete(actx, pod.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion},
+	})
+	if apierrors.IsNotFound(err) {
+		return status.Errorf(codes.Aborted, "pod %s was deleted by someone else meanwhile", klog.KObj(pod))
+	}
+	if err != nil {
+		return apiError(fmt.Sprintf("deleting pod %s", klog.KObj(pod)), s.apiTimeout, err)
+	}
+	klog.FromContext(ctx).Info("Deleted pod to upgrade it", "pod", klog.KObj(pod), "revision", target)
+	return nil
+}
+
+// requestPull writes PodImageReady=False, reason PullImageRequested, for
+// target, unless a pull of target is already requested or done.
+func (s *Server) requestPull(ctx context.Context, pod *corev1.Pod, target string) error {
 	if target == "" {
-		return nil, status.Errorf(codes.FailedPrecondition,
+		return status.Errorf(codes.FailedPrecondition,
 			"%s: condition %s of pod %s names no target revision", notUpdatable, podcondition.NeedUpgrade, klog.KObj(pod))
 	}
 	want := corev1.PodCondition{
@@ -72,53 +178,16 @@ func (s *Server) ImagePull(ctx context.Context, req *edgeotav1.ImagePullRequest)
 		Message: podcondition.RevisionMessage(target),
 	}
 	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
-	done := c != nil && conditionNames(c, target) && (c.Status == corev1.ConditionTrue || c.Reason == want.Reason)
-	if !done {
-		actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
-		defer cancel()
-		if _, err := podcondition.Set(actx, s.client, pod, want, FieldManager); err != nil {
-			return nil, apiError(fmt.Sprintf("requesting an image pre-pull for pod %s", klog.KObj(pod)), s.apiTimeout, err)
-		}
-		klog.FromContext(ctx).Info("Requested image pre-pull", "pod", klog.KObj(pod), "revision", target)
-	}
-	return &edgeotav1.ImagePullResponse{Message: fmt.Sprintf("Image pre-pull requested for pod %s/%s", pod.Namespace, pod.Name)}, nil
-}
-
-// checkedPod validates the request, reads the pod live from the API server
-// (which doubles as the connectivity check) and runs the checks common to
-// Upgrade and ImagePull, in the contract's order. It returns the pod and the
-// target revision hash named by its PodNeedUpgrade condition ("" if none).
-func (s *Server) checkedPod(ctx context.Context, namespace, name string) (*corev1.Pod, string, error) {
-	if err := validatePodRef(namespace, name); err != nil {
-		return nil, "", status.Error(codes.InvalidArgument, err.Error())
+	if c != nil && conditionNames(c, target) && (c.Status == corev1.ConditionTrue || c.Reason == want.Reason) {
+		return nil
 	}
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
-	pod, err := s.client.Pods(namespace).Get(actx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, "", apiError(fmt.Sprintf("reading pod %s/%s", namespace, name), s.apiTimeout, err)
+	if _, err := podcondition.Set(actx, s.client, pod, want, FieldManager); err != nil {
+		return apiError(fmt.Sprintf("requesting an image pre-pull for pod %s", klog.KObj(pod)), s.apiTimeout, err)
 	}
-	ref := klog.KObj(pod)
-	if pod.Spec.NodeName != s.nodeName {
-		return nil, "", status.Errorf(codes.PermissionDenied, "pod %s runs on node %q, not on this node %q", ref, pod.Spec.NodeName, s.nodeName)
-	}
-	if pod.DeletionTimestamp != nil {
-		return nil, "", status.Errorf(codes.FailedPrecondition, "%s: pod %s is being deleted", notUpdatable, ref)
-	}
-	if owner := metav1.GetControllerOfNoCopy(pod); owner == nil || ownerGroupKind(owner) != daemonSetKind {
-		return nil, "", status.Errorf(codes.InvalidArgument, "pod %s is not controlled by a DaemonSet", ref)
-	}
-	need := podcondition.Get(&pod.Status, podcondition.NeedUpgrade)
-	if need == nil || need.Status != corev1.ConditionTrue {
-		state := "missing"
-		if need != nil {
-			state = string(need.Status)
-		}
-		return nil, "", status.Errorf(codes.FailedPrecondition, "%s: pod %s has no newer version (condition %s is %s)",
-			notUpdatable, ref, podcondition.NeedUpgrade, state)
-	}
-	target, _ := podcondition.Revision(need.Message)
-	return pod, target, nil
+	klog.FromContext(ctx).Info("Requested image pre-pull", "pod", klog.KObj(pod), "revision", target)
+	return nil
 }
 
 // conditionNames reports whether an OTA condition is about revision target,

@@ -3,8 +3,12 @@
 // port, loopback only by default. TLS (--tls-cert-file, --tls-private-key-file),
 // client certificates (--client-ca-file) and bearer tokens (--token-auth-file)
 // lock it down; once either way of authenticating is on, group
-// edgeota:viewers may list and edgeota:upgraders may also act. Unless
-// GOMEMLIMIT says otherwise, the Go runtime's soft memory limit is 20 MiB.
+// edgeota:viewers may list and edgeota:upgraders may also act. It keeps its
+// view of the pods and the actions queued while the API server is unreachable
+// in --state-dir; "ota-server prepare-state-dir" creates that directory and
+// hands it to the agent's user, and does nothing else (for a privileged init
+// container). Unless GOMEMLIMIT says otherwise, the Go runtime's soft memory
+// limit is 20 MiB.
 package main
 
 import (
@@ -16,17 +20,24 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/internal/command"
 	"github.com/edgeota/edgeota/server"
+	"github.com/edgeota/edgeota/statedir"
 )
 
 // drainTimeout bounds how long shutdown waits for in-flight requests.
 const drainTimeout = 10 * time.Second
+
+// defaultStateDir is where the agent keeps its state on a node: the hostPath
+// deploy/server.yaml mounts.
+const defaultStateDir = "/var/lib/edgeota"
 
 type options struct {
 	kubeconfig  string
@@ -39,10 +50,22 @@ type options struct {
 	tlsKeyFile   string
 	clientCAFile string
 	tokenFile    string
+
+	stateDir        string
+	upgradeDeadline time.Duration
+	maxWatchers     int
+	targetJitter    time.Duration
+	queuedActionTTL time.Duration
 }
 
 func main() {
 	limitMemory()
+	if len(os.Args) > 1 && os.Args[1] == prepareCommand {
+		// The subcommand's flags follow its name.
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		prepareMain()
+		return
+	}
 	fs := flag.NewFlagSet("ota-server", flag.ContinueOnError)
 	opts := options{}
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster configuration")
@@ -54,6 +77,11 @@ func main() {
 	fs.StringVar(&opts.tlsKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
 	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "PEM CA bundle; client certificates it signed authenticate their CN as the user and O as the groups (needs TLS)")
 	fs.StringVar(&opts.tokenFile, "token-auth-file", "", "bearer tokens in kube-apiserver's static token file format: token,user,uid,\"group1,group2\" (needs TLS off loopback)")
+	fs.StringVar(&opts.stateDir, "state-dir", defaultStateDir, "directory (0700, created if missing) where the agent keeps its view of the pods, the queued actions and the target revisions' images across restarts; empty disables them")
+	fs.DurationVar(&opts.queuedActionTTL, "queued-action-ttl", server.DefaultQueuedActionTTL, "how long an action queued while the API server is unreachable waits before it expires")
+	fs.DurationVar(&opts.upgradeDeadline, "upgrade-deadline", health.DefaultDeadline, "how long an upgraded pod may take to become available before its upgrade counts as FAILED, unless its DaemonSet sets "+health.ProgressDeadlineAnnotation)
+	fs.IntVar(&opts.maxWatchers, "max-watchers", server.DefaultMaxWatchers, "concurrent WatchUpgrades streams; beyond, RESOURCE_EXHAUSTED / 429")
+	fs.DurationVar(&opts.targetJitter, "target-read-jitter", server.DefaultTargetJitter, "a new target revision's images are read after a random delay up to this, so that a fleet does not read at once")
 	command.Main(fs, func(ctx context.Context) error { return run(ctx, opts) })
 }
 
@@ -70,6 +98,9 @@ func (o options) validate() error {
 	if o.apiTimeout <= 0 {
 		return fmt.Errorf("--apiserver-timeout %s must be positive", o.apiTimeout)
 	}
+	if o.queuedActionTTL <= 0 {
+		return fmt.Errorf("--queued-action-ttl %s must be positive", o.queuedActionTTL)
+	}
 	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
 		return errors.New("--tls-cert-file and --tls-private-key-file go together: set both or neither")
 	}
@@ -78,6 +109,15 @@ func (o options) validate() error {
 	}
 	if o.tokenFile != "" && o.tlsCertFile == "" && !o.loopback() {
 		return fmt.Errorf("--token-auth-file over plain HTTP is only allowed on loopback, and --bind-address is %s: set --tls-cert-file and --tls-private-key-file, or bind to 127.0.0.1", o.bindAddress)
+	}
+	if o.upgradeDeadline <= 0 {
+		return fmt.Errorf("--upgrade-deadline %s must be positive", o.upgradeDeadline)
+	}
+	if o.maxWatchers <= 0 {
+		return fmt.Errorf("--max-watchers %d must be positive", o.maxWatchers)
+	}
+	if o.targetJitter < 0 {
+		return fmt.Errorf("--target-read-jitter %s must not be negative", o.targetJitter)
 	}
 	return nil
 }
@@ -123,26 +163,57 @@ func run(ctx context.Context, o options) error {
 		logger.Info("WARNING: serving off loopback without authentication: anyone who can reach this address can upgrade this node's pods; set --client-ca-file or --token-auth-file",
 			"address", o.bindAddress)
 	}
+	// A state directory that cannot be used stops the start, before any
+	// contact with the API server.
+	var dir *statedir.Dir
+	if o.stateDir != "" {
+		if dir, err = statedir.Open(o.stateDir); err != nil {
+			return fmt.Errorf("--state-dir: %w", err)
+		}
+	} else {
+		logger.Info("No --state-dir: the view of the pods is lost at every restart and actions cannot be queued")
+	}
 	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading the API server configuration: %w", err)
 	}
 	config.UserAgent = "ota-server/" + o.nodeName
+	clock := &server.APIServerClock{}
+	config.Wrap(clock.Wrap)
 	client, err := server.NewClient(config)
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
 
-	pods := server.NewPodCache(client, o.nodeName)
-	svc := server.New(o.nodeName, client, pods, o.apiTimeout)
-	handler, err := server.NewHandler(ctx, svc, auth)
+	revisions, err := server.NewRevisionReader(config)
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	var queue *server.ActionQueue
+	if dir != nil {
+		queue = server.NewActionQueue(ctx, dir, o.queuedActionTTL, clock)
+	}
+	pods := server.NewPodCache(ctx, client, o.nodeName, server.PodCacheOptions{Clock: clock, StateDir: dir})
+	svc := server.New(o.nodeName, client, pods, server.Options{APITimeout: o.apiTimeout, Auth: auth, Clock: clock, Queue: queue,
+		Upgrades: server.UpgradeOptions{
+			Deadline:     o.upgradeDeadline,
+			MaxWatchers:  o.maxWatchers,
+			Revisions:    revisions,
+			TargetJitter: o.targetJitter,
+			StateDir:     dir,
+		}})
+	handler, err := server.NewHandler(ctx, svc)
 	if err != nil {
 		return err
 	}
-	podsCtx, stopPods := context.WithCancel(ctx)
-	informerDone := make(chan struct{})
-	go func() { defer close(informerDone); pods.Run(podsCtx) }()
-	defer func() { stopPods(); <-informerDone }()
+	// The pod cache (and its writes to the state directory) and the queue run
+	// until Serve returns, and are waited for, so that the last write is done
+	// before the process exits.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	background.Go(func() { pods.Run(bgCtx) })
+	background.Go(func() { svc.RunQueue(bgCtx) })
+	defer func() { stopBackground(); background.Wait() }()
 
 	addr := net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port))
 	l, err := net.Listen("tcp", addr)

@@ -9,7 +9,8 @@ import (
 )
 
 func TestValidateOptions(t *testing.T) {
-	base := options{nodeName: "edge-1", bindAddress: "127.0.0.1", port: 10267, apiTimeout: 5 * time.Second}
+	base := options{nodeName: "edge-1", bindAddress: "127.0.0.1", port: 10267, apiTimeout: 5 * time.Second, queuedActionTTL: time.Hour,
+		upgradeDeadline: 10 * time.Minute, maxWatchers: 64, targetJitter: 2 * time.Second}
 	cases := []struct {
 		name    string
 		change  func(*options)
@@ -20,6 +21,10 @@ func TestValidateOptions(t *testing.T) {
 		{name: "bind address not an IP", change: func(o *options) { o.bindAddress = "localhost" }, wantErr: "is not an IP address"},
 		{name: "port out of range", change: func(o *options) { o.port = 70000 }, wantErr: "out of range"},
 		{name: "non-positive API timeout", change: func(o *options) { o.apiTimeout = 0 }, wantErr: "must be positive"},
+		{name: "non-positive upgrade deadline", change: func(o *options) { o.upgradeDeadline = 0 }, wantErr: "--upgrade-deadline"},
+		{name: "no watchers", change: func(o *options) { o.maxWatchers = 0 }, wantErr: "--max-watchers"},
+		{name: "negative jitter", change: func(o *options) { o.targetJitter = -time.Second }, wantErr: "--target-read-jitter"},
+		{name: "non-positive queued action TTL", change: func(o *options) { o.queuedActionTTL = 0 }, wantErr: "--queued-action-ttl"},
 		{name: "certificate without key", change: func(o *options) { o.tlsCertFile = "tls.crt" }, wantErr: "go together"},
 		{name: "key without certificate", change: func(o *options) { o.tlsKeyFile = "tls.key" }, wantErr: "go together"},
 		{name: "client CA without TLS", change: func(o *options) { o.clientCAFile = "ca.crt" }, wantErr: "--client-ca-file needs TLS"},
@@ -55,10 +60,35 @@ func TestRejectsTokenOverPlainHTTPOffLoopback(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("t,u,1,edgeota:viewers\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := options{nodeName: "edge-1", bindAddress: "0.0.0.0", port: 0, apiTimeout: time.Second, tokenFile: tokens,
+	o := options{nodeName: "edge-1", bindAddress: "0.0.0.0", port: 0, apiTimeout: time.Second, queuedActionTTL: time.Hour, tokenFile: tokens,
 		kubeconfig: filepath.Join(t.TempDir(), "missing")}
 	if err := run(t.Context(), o); err == nil || !strings.Contains(err.Error(), "only allowed on loopback") {
 		t.Errorf("got %v, want a refusal to serve tokens over plain HTTP off loopback", err)
+	}
+}
+
+// TestStateDirThatCannotBeUsedStopsTheStart: a --state-dir that cannot be
+// created is a clear error at start, before the API server is contacted.
+func TestStateDirThatCannotBeUsedStopsTheStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := options{nodeName: "edge-1", bindAddress: "127.0.0.1", port: 0, apiTimeout: time.Second, queuedActionTTL: time.Hour,
+		upgradeDeadline: time.Minute, maxWatchers: 1, stateDir: filepath.Join(file, "state"), kubeconfig: filepath.Join(t.TempDir(), "missing")}
+	if err := run(t.Context(), o); err == nil || !strings.Contains(err.Error(), "--state-dir") {
+		t.Errorf("got %v, want an error naming --state-dir", err)
+	}
+}
+
+func TestParseOwner(t *testing.T) {
+	if uid, gid, err := parseOwner("65532:65533"); err != nil || uid != 65532 || gid != 65533 {
+		t.Errorf("got %d, %d, %v; want 65532, 65533, nil", uid, gid, err)
+	}
+	for _, bad := range []string{"", "65532", "a:b", "-1:0", "1:", ":1"} {
+		if _, _, err := parseOwner(bad); err == nil {
+			t.Errorf("parseOwner(%q): got nil, want an error", bad)
+		}
 	}
 }
 

@@ -31,6 +31,10 @@ var (
 // errAlreadyRunning is returned when another `make run` holds the lock.
 var errAlreadyRunning = errors.New("edgeota's local cluster is already running")
 
+// agentStateDir is the agent's --state-dir, relative to the checkout: its
+// stored view of the pods and its queued actions stay inside the checkout.
+const agentStateDir = ".kwok/ota-server-state"
+
 type options struct {
 	examples  string
 	nodes     int
@@ -101,7 +105,9 @@ func (s *session) up(ctx context.Context, opts options) error {
 	}
 	s.step("Starting ota-server for %s on %s ...", s.agentNode, s.agentAddr)
 	_, port, _ := net.SplitHostPort(s.agentAddr)
-	if _, err := s.h.StartAgent(ctx, harness.AgentOptions{Node: s.agentNode, Name: harness.AgentBinary, Port: port}); err != nil {
+	if _, err := s.h.StartAgent(ctx, harness.AgentOptions{
+		Node: s.agentNode, Name: harness.AgentBinary, Port: port, StateDir: filepath.Join(s.h.Root, agentStateDir),
+	}); err != nil {
 		return err
 	}
 

@@ -137,9 +137,15 @@ type ImagePullRequest struct {
 	// The pod's namespace: a DNS-1123 label.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// The pod's name: a DNS-1123 subdomain.
-	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// When the API server is unreachable, check the request against the
+	// agent's last known view of the pod, keep it on the node's disk and
+	// request the pre-pull once the API server answers again, for the same
+	// target revision only. Without it (the default), an unreachable API
+	// server is Unavailable / 503. REST: ?queue_if_offline=true.
+	QueueIfOffline bool `protobuf:"varint,3,opt,name=queue_if_offline,json=queueIfOffline,proto3" json:"queue_if_offline,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ImagePullRequest) Reset() {
@@ -186,11 +192,23 @@ func (x *ImagePullRequest) GetName() string {
 	return ""
 }
 
-// ImagePullResponse confirms that a pre-pull is requested or already done.
+func (x *ImagePullRequest) GetQueueIfOffline() bool {
+	if x != nil {
+		return x.QueueIfOffline
+	}
+	return false
+}
+
+// ImagePullResponse confirms that a pre-pull is requested or already done,
+// or that it is queued until the API server is reachable.
 type ImagePullResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// A human-readable sentence, "Image pre-pull requested for pod <ns>/<name>".
-	Message       string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// A human-readable sentence, "Image pre-pull requested for pod <ns>/<name>",
+	// or "Image pre-pull for pod <ns>/<name> queued until the API server is
+	// reachable" when queued.
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// True when the request was queued (REST: 202 Accepted); see ListActions.
+	Queued        bool `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -232,15 +250,29 @@ func (x *ImagePullResponse) GetMessage() string {
 	return ""
 }
 
+func (x *ImagePullResponse) GetQueued() bool {
+	if x != nil {
+		return x.Queued
+	}
+	return false
+}
+
 // UpgradeRequest names the pod to upgrade.
 type UpgradeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The pod's namespace: a DNS-1123 label.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// The pod's name: a DNS-1123 subdomain.
-	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// When the API server is unreachable, check the request against the
+	// agent's last known view of the pod, keep it on the node's disk and
+	// upgrade once the API server answers again, only if the pod still waits
+	// for the same target revision (after a pre-pull queued for it). Without
+	// it (the default), an unreachable API server is Unavailable / 503.
+	// REST: ?queue_if_offline=true.
+	QueueIfOffline bool `protobuf:"varint,3,opt,name=queue_if_offline,json=queueIfOffline,proto3" json:"queue_if_offline,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpgradeRequest) Reset() {
@@ -287,12 +319,23 @@ func (x *UpgradeRequest) GetName() string {
 	return ""
 }
 
+func (x *UpgradeRequest) GetQueueIfOffline() bool {
+	if x != nil {
+		return x.QueueIfOffline
+	}
+	return false
+}
+
 // UpgradeResponse confirms that the old pod was deleted and its DaemonSet will
-// recreate it from the new template.
+// recreate it from the new template, or that the upgrade is queued until the
+// API server is reachable.
 type UpgradeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// A human-readable sentence, "Start updating pod <ns>/<name>".
-	Message       string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// A human-readable sentence, "Start updating pod <ns>/<name>", or "Upgrade
+	// of pod <ns>/<name> queued until the API server is reachable" when queued.
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// True when the request was queued (REST: 202 Accepted); see ListActions.
+	Queued        bool `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -332,6 +375,13 @@ func (x *UpgradeResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *UpgradeResponse) GetQueued() bool {
+	if x != nil {
+		return x.Queued
+	}
+	return false
 }
 
 // Pod is the subset of a Kubernetes v1 Pod that a node's owner needs to decide
@@ -1247,23 +1297,27 @@ var File_edgeota_v1_ota_proto protoreflect.FileDescriptor
 const file_edgeota_v1_ota_proto_rawDesc = "" +
 	"\n" +
 	"\x14edgeota/v1/ota.proto\x12\n" +
-	"edgeota.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x11\n" +
+	"edgeota.v1\x1a\x18edgeota/v1/actions.proto\x1a\x19edgeota/v1/upgrades.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x11\n" +
 	"\x0fListPodsRequest\"n\n" +
 	"\x10ListPodsResponse\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
 	"apiVersion\x12%\n" +
-	"\x05items\x18\x03 \x03(\v2\x0f.edgeota.v1.PodR\x05items\"D\n" +
+	"\x05items\x18\x03 \x03(\v2\x0f.edgeota.v1.PodR\x05items\"n\n" +
 	"\x10ImagePullRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"-\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12(\n" +
+	"\x10queue_if_offline\x18\x03 \x01(\bR\x0equeueIfOffline\"E\n" +
 	"\x11ImagePullResponse\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\tR\amessage\"B\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12\x16\n" +
+	"\x06queued\x18\x02 \x01(\bR\x06queued\"l\n" +
 	"\x0eUpgradeRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"+\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12(\n" +
+	"\x10queue_if_offline\x18\x03 \x01(\bR\x0equeueIfOffline\"C\n" +
 	"\x0fUpgradeResponse\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\tR\amessage\"\x91\x01\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12\x16\n" +
+	"\x06queued\x18\x02 \x01(\bR\x06queued\"\x91\x01\n" +
 	"\x03Pod\x122\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x16.edgeota.v1.ObjectMetaR\bmetadata\x12'\n" +
 	"\x04spec\x18\x02 \x01(\v2\x13.edgeota.v1.PodSpecR\x04spec\x12-\n" +
@@ -1347,12 +1401,16 @@ const file_edgeota_v1_ota_proto_rawDesc = "" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12;\n" +
 	"\vfinished_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt2\xe1\x01\n" +
+	"finishedAt2\xaf\x04\n" +
 	"\n" +
 	"OTAService\x12E\n" +
 	"\bListPods\x12\x1b.edgeota.v1.ListPodsRequest\x1a\x1c.edgeota.v1.ListPodsResponse\x12H\n" +
 	"\tImagePull\x12\x1c.edgeota.v1.ImagePullRequest\x1a\x1d.edgeota.v1.ImagePullResponse\x12B\n" +
-	"\aUpgrade\x12\x1a.edgeota.v1.UpgradeRequest\x1a\x1b.edgeota.v1.UpgradeResponseB8Z6github.com/edgeota/edgeota/gen/go/edgeota/v1;edgeotav1b\x06proto3"
+	"\aUpgrade\x12\x1a.edgeota.v1.UpgradeRequest\x1a\x1b.edgeota.v1.UpgradeResponse\x12N\n" +
+	"\vListActions\x12\x1e.edgeota.v1.ListActionsRequest\x1a\x1f.edgeota.v1.ListActionsResponse\x12Q\n" +
+	"\fCancelAction\x12\x1f.edgeota.v1.CancelActionRequest\x1a .edgeota.v1.CancelActionResponse\x12Q\n" +
+	"\fListUpgrades\x12\x1f.edgeota.v1.ListUpgradesRequest\x1a .edgeota.v1.ListUpgradesResponse\x12V\n" +
+	"\rWatchUpgrades\x12 .edgeota.v1.WatchUpgradesRequest\x1a!.edgeota.v1.WatchUpgradesResponse0\x01B8Z6github.com/edgeota/edgeota/gen/go/edgeota/v1;edgeotav1b\x06proto3"
 
 var (
 	file_edgeota_v1_ota_proto_rawDescOnce sync.Once
@@ -1389,6 +1447,14 @@ var file_edgeota_v1_ota_proto_goTypes = []any{
 	nil,                              // 18: edgeota.v1.ObjectMeta.LabelsEntry
 	nil,                              // 19: edgeota.v1.ObjectMeta.AnnotationsEntry
 	(*timestamppb.Timestamp)(nil),    // 20: google.protobuf.Timestamp
+	(*ListActionsRequest)(nil),       // 21: edgeota.v1.ListActionsRequest
+	(*CancelActionRequest)(nil),      // 22: edgeota.v1.CancelActionRequest
+	(*ListUpgradesRequest)(nil),      // 23: edgeota.v1.ListUpgradesRequest
+	(*WatchUpgradesRequest)(nil),     // 24: edgeota.v1.WatchUpgradesRequest
+	(*ListActionsResponse)(nil),      // 25: edgeota.v1.ListActionsResponse
+	(*CancelActionResponse)(nil),     // 26: edgeota.v1.CancelActionResponse
+	(*ListUpgradesResponse)(nil),     // 27: edgeota.v1.ListUpgradesResponse
+	(*WatchUpgradesResponse)(nil),    // 28: edgeota.v1.WatchUpgradesResponse
 }
 var file_edgeota_v1_ota_proto_depIdxs = []int32{
 	6,  // 0: edgeota.v1.ListPodsResponse.items:type_name -> edgeota.v1.Pod
@@ -1415,11 +1481,19 @@ var file_edgeota_v1_ota_proto_depIdxs = []int32{
 	0,  // 21: edgeota.v1.OTAService.ListPods:input_type -> edgeota.v1.ListPodsRequest
 	2,  // 22: edgeota.v1.OTAService.ImagePull:input_type -> edgeota.v1.ImagePullRequest
 	4,  // 23: edgeota.v1.OTAService.Upgrade:input_type -> edgeota.v1.UpgradeRequest
-	1,  // 24: edgeota.v1.OTAService.ListPods:output_type -> edgeota.v1.ListPodsResponse
-	3,  // 25: edgeota.v1.OTAService.ImagePull:output_type -> edgeota.v1.ImagePullResponse
-	5,  // 26: edgeota.v1.OTAService.Upgrade:output_type -> edgeota.v1.UpgradeResponse
-	24, // [24:27] is the sub-list for method output_type
-	21, // [21:24] is the sub-list for method input_type
+	21, // 24: edgeota.v1.OTAService.ListActions:input_type -> edgeota.v1.ListActionsRequest
+	22, // 25: edgeota.v1.OTAService.CancelAction:input_type -> edgeota.v1.CancelActionRequest
+	23, // 26: edgeota.v1.OTAService.ListUpgrades:input_type -> edgeota.v1.ListUpgradesRequest
+	24, // 27: edgeota.v1.OTAService.WatchUpgrades:input_type -> edgeota.v1.WatchUpgradesRequest
+	1,  // 28: edgeota.v1.OTAService.ListPods:output_type -> edgeota.v1.ListPodsResponse
+	3,  // 29: edgeota.v1.OTAService.ImagePull:output_type -> edgeota.v1.ImagePullResponse
+	5,  // 30: edgeota.v1.OTAService.Upgrade:output_type -> edgeota.v1.UpgradeResponse
+	25, // 31: edgeota.v1.OTAService.ListActions:output_type -> edgeota.v1.ListActionsResponse
+	26, // 32: edgeota.v1.OTAService.CancelAction:output_type -> edgeota.v1.CancelActionResponse
+	27, // 33: edgeota.v1.OTAService.ListUpgrades:output_type -> edgeota.v1.ListUpgradesResponse
+	28, // 34: edgeota.v1.OTAService.WatchUpgrades:output_type -> edgeota.v1.WatchUpgradesResponse
+	28, // [28:35] is the sub-list for method output_type
+	21, // [21:28] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -1430,6 +1504,8 @@ func file_edgeota_v1_ota_proto_init() {
 	if File_edgeota_v1_ota_proto != nil {
 		return
 	}
+	file_edgeota_v1_actions_proto_init()
+	file_edgeota_v1_upgrades_proto_init()
 	file_edgeota_v1_ota_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -26,9 +26,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	OTAService_ListPods_FullMethodName  = "/edgeota.v1.OTAService/ListPods"
-	OTAService_ImagePull_FullMethodName = "/edgeota.v1.OTAService/ImagePull"
-	OTAService_Upgrade_FullMethodName   = "/edgeota.v1.OTAService/Upgrade"
+	OTAService_ListPods_FullMethodName      = "/edgeota.v1.OTAService/ListPods"
+	OTAService_ImagePull_FullMethodName     = "/edgeota.v1.OTAService/ImagePull"
+	OTAService_Upgrade_FullMethodName       = "/edgeota.v1.OTAService/Upgrade"
+	OTAService_ListActions_FullMethodName   = "/edgeota.v1.OTAService/ListActions"
+	OTAService_CancelAction_FullMethodName  = "/edgeota.v1.OTAService/CancelAction"
+	OTAService_ListUpgrades_FullMethodName  = "/edgeota.v1.OTAService/ListUpgrades"
+	OTAService_WatchUpgrades_FullMethodName = "/edgeota.v1.OTAService/WatchUpgrades"
 )
 
 // OTAServiceClient is the client API for OTAService service.
@@ -53,6 +57,28 @@ type OTAServiceClient interface {
 	// image pre-pull for the target revision is under way or has failed.
 	// REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
 	Upgrade(ctx context.Context, in *UpgradeRequest, opts ...grpc.CallOption) (*UpgradeResponse, error)
+	// ListActions lists the upgrades and image pre-pulls queued on this node
+	// while the API server was unreachable (see queue_if_offline), and the
+	// latest outcomes of queued actions. Viewers may call it.
+	// REST: GET /edgeota.io/v1/actions
+	ListActions(ctx context.Context, in *ListActionsRequest, opts ...grpc.CallOption) (*ListActionsResponse, error)
+	// CancelAction drops a queued action before it runs; the cancellation is
+	// kept as its outcome. Upgraders may call it.
+	// REST: DELETE /edgeota.io/v1/namespaces/{namespace}/pods/{name}/actions/{action}
+	CancelAction(ctx context.Context, in *CancelActionRequest, opts ...grpc.CallOption) (*CancelActionResponse, error)
+	// ListUpgrades lists this node's apps (a DaemonSet with a pod here) with
+	// where each upgrade stands: the phase, the current and target revisions
+	// and images, and why. Answered from the agent's cache. Viewers may call it.
+	// REST: GET /edgeota.io/v1/upgrades
+	ListUpgrades(ctx context.Context, in *ListUpgradesRequest, opts ...grpc.CallOption) (*ListUpgradesResponse, error)
+	// WatchUpgrades streams the same view as it changes: a snapshot first, then
+	// an upsert or delete per app as the agent's cache sees each change, and a
+	// heartbeat every few seconds. It stays open while the API server is
+	// unreachable. At most --max-watchers at once (RESOURCE_EXHAUSTED / 429
+	// beyond); a reader too far behind, or that has not read for 10 s, is cut
+	// off with RESOURCE_EXHAUSTED. Viewers may call it.
+	// REST: GET /edgeota.io/v1/watch/upgrades (one JSON object per line)
+	WatchUpgrades(ctx context.Context, in *WatchUpgradesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchUpgradesResponse], error)
 }
 
 type oTAServiceClient struct {
@@ -93,6 +119,55 @@ func (c *oTAServiceClient) Upgrade(ctx context.Context, in *UpgradeRequest, opts
 	return out, nil
 }
 
+func (c *oTAServiceClient) ListActions(ctx context.Context, in *ListActionsRequest, opts ...grpc.CallOption) (*ListActionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListActionsResponse)
+	err := c.cc.Invoke(ctx, OTAService_ListActions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oTAServiceClient) CancelAction(ctx context.Context, in *CancelActionRequest, opts ...grpc.CallOption) (*CancelActionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelActionResponse)
+	err := c.cc.Invoke(ctx, OTAService_CancelAction_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oTAServiceClient) ListUpgrades(ctx context.Context, in *ListUpgradesRequest, opts ...grpc.CallOption) (*ListUpgradesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUpgradesResponse)
+	err := c.cc.Invoke(ctx, OTAService_ListUpgrades_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oTAServiceClient) WatchUpgrades(ctx context.Context, in *WatchUpgradesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchUpgradesResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &OTAService_ServiceDesc.Streams[0], OTAService_WatchUpgrades_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchUpgradesRequest, WatchUpgradesResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type OTAService_WatchUpgradesClient = grpc.ServerStreamingClient[WatchUpgradesResponse]
+
 // OTAServiceServer is the server API for OTAService service.
 // All implementations must embed UnimplementedOTAServiceServer
 // for forward compatibility.
@@ -115,6 +190,28 @@ type OTAServiceServer interface {
 	// image pre-pull for the target revision is under way or has failed.
 	// REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
 	Upgrade(context.Context, *UpgradeRequest) (*UpgradeResponse, error)
+	// ListActions lists the upgrades and image pre-pulls queued on this node
+	// while the API server was unreachable (see queue_if_offline), and the
+	// latest outcomes of queued actions. Viewers may call it.
+	// REST: GET /edgeota.io/v1/actions
+	ListActions(context.Context, *ListActionsRequest) (*ListActionsResponse, error)
+	// CancelAction drops a queued action before it runs; the cancellation is
+	// kept as its outcome. Upgraders may call it.
+	// REST: DELETE /edgeota.io/v1/namespaces/{namespace}/pods/{name}/actions/{action}
+	CancelAction(context.Context, *CancelActionRequest) (*CancelActionResponse, error)
+	// ListUpgrades lists this node's apps (a DaemonSet with a pod here) with
+	// where each upgrade stands: the phase, the current and target revisions
+	// and images, and why. Answered from the agent's cache. Viewers may call it.
+	// REST: GET /edgeota.io/v1/upgrades
+	ListUpgrades(context.Context, *ListUpgradesRequest) (*ListUpgradesResponse, error)
+	// WatchUpgrades streams the same view as it changes: a snapshot first, then
+	// an upsert or delete per app as the agent's cache sees each change, and a
+	// heartbeat every few seconds. It stays open while the API server is
+	// unreachable. At most --max-watchers at once (RESOURCE_EXHAUSTED / 429
+	// beyond); a reader too far behind, or that has not read for 10 s, is cut
+	// off with RESOURCE_EXHAUSTED. Viewers may call it.
+	// REST: GET /edgeota.io/v1/watch/upgrades (one JSON object per line)
+	WatchUpgrades(*WatchUpgradesRequest, grpc.ServerStreamingServer[WatchUpgradesResponse]) error
 	mustEmbedUnimplementedOTAServiceServer()
 }
 
@@ -133,6 +230,18 @@ func (UnimplementedOTAServiceServer) ImagePull(context.Context, *ImagePullReques
 }
 func (UnimplementedOTAServiceServer) Upgrade(context.Context, *UpgradeRequest) (*UpgradeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Upgrade not implemented")
+}
+func (UnimplementedOTAServiceServer) ListActions(context.Context, *ListActionsRequest) (*ListActionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListActions not implemented")
+}
+func (UnimplementedOTAServiceServer) CancelAction(context.Context, *CancelActionRequest) (*CancelActionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelAction not implemented")
+}
+func (UnimplementedOTAServiceServer) ListUpgrades(context.Context, *ListUpgradesRequest) (*ListUpgradesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUpgrades not implemented")
+}
+func (UnimplementedOTAServiceServer) WatchUpgrades(*WatchUpgradesRequest, grpc.ServerStreamingServer[WatchUpgradesResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchUpgrades not implemented")
 }
 func (UnimplementedOTAServiceServer) mustEmbedUnimplementedOTAServiceServer() {}
 func (UnimplementedOTAServiceServer) testEmbeddedByValue()                    {}
@@ -209,6 +318,71 @@ func _OTAService_Upgrade_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OTAService_ListActions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListActionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OTAServiceServer).ListActions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OTAService_ListActions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OTAServiceServer).ListActions(ctx, req.(*ListActionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OTAService_CancelAction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelActionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OTAServiceServer).CancelAction(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OTAService_CancelAction_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OTAServiceServer).CancelAction(ctx, req.(*CancelActionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OTAService_ListUpgrades_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUpgradesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OTAServiceServer).ListUpgrades(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OTAService_ListUpgrades_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OTAServiceServer).ListUpgrades(ctx, req.(*ListUpgradesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OTAService_WatchUpgrades_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchUpgradesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(OTAServiceServer).WatchUpgrades(m, &grpc.GenericServerStream[WatchUpgradesRequest, WatchUpgradesResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type OTAService_WatchUpgradesServer = grpc.ServerStreamingServer[WatchUpgradesResponse]
+
 // OTAService_ServiceDesc is the grpc.ServiceDesc for OTAService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -228,7 +402,25 @@ var OTAService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Upgrade",
 			Handler:    _OTAService_Upgrade_Handler,
 		},
+		{
+			MethodName: "ListActions",
+			Handler:    _OTAService_ListActions_Handler,
+		},
+		{
+			MethodName: "CancelAction",
+			Handler:    _OTAService_CancelAction_Handler,
+		},
+		{
+			MethodName: "ListUpgrades",
+			Handler:    _OTAService_ListUpgrades_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchUpgrades",
+			Handler:       _OTAService_WatchUpgrades_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "edgeota/v1/ota.proto",
 }

@@ -1,0 +1,263 @@
+// Command otactl is the node owner's CLI for the edgeota node agent: it lists
+// the node's apps and where each upgrade stands, watches them change, and
+// pre-pulls or upgrades an app, following it to the end with --wait. It
+// speaks gRPC through the client generated in gen/ (the Go SDK).
+//
+//	otactl [flags] list [-o json]
+//	otactl [flags] watch [-o json]
+//	otactl [flags] pull NAMESPACE/DAEMONSET [--wait] [--timeout D]
+//	otactl [flags] upgrade NAMESPACE/DAEMONSET [--wait] [--queue-if-offline] [--timeout D]
+//
+// --version prints the build. Exit codes: 0 done; 1 the pull or upgrade failed (the reason is printed,
+// e.g. CrashLoopBackOff); 2 bad usage; 3 --timeout passed; 4 the agent is
+// unreachable or unavailable; 5 unauthenticated, or the agent refused (its
+// message is printed); 6 no such app on this node.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/edgeota/edgeota/internal/version"
+)
+
+// Exit codes, documented in the package comment and the README.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitTimeout     = 3
+	exitUnreachable = 4
+	exitRefused     = 5
+	exitUnknownApp  = 6
+)
+
+// defaultServer is the agent's default address: loopback, its default port.
+const defaultServer = "127.0.0.1:10267"
+
+// options are the flags every command takes.
+type options struct {
+	server         string
+	token          string
+	tokenFile      string
+	caFile         string
+	certFile       string
+	keyFile        string
+	output         string
+	wait           bool
+	queueIfOffline bool
+	timeout        time.Duration
+	version        bool
+}
+
+const usage = `usage: otactl [flags] COMMAND [ARGS]
+
+Commands:
+  list                          this node's apps and where each upgrade stands (-o json)
+  watch                         the same, as it changes (-o json)
+  pull NAMESPACE/DAEMONSET      pre-pull the images of the app's new version (--wait: until PULLED)
+  upgrade NAMESPACE/DAEMONSET   upgrade the app (--wait: until UPGRADED; --queue-if-offline)
+
+Exit codes: 0 done, 1 failed, 2 usage, 3 timeout, 4 agent unreachable,
+5 unauthenticated or refused, 6 unknown app.
+
+Flags (before or after the command):
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// newFlags returns the flag set of every command, bound to o.
+func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("otactl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.server, "server", defaultServer, "the agent's address, host:port")
+	fs.StringVar(&o.token, "token", "", "bearer token")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token")
+	fs.StringVar(&o.caFile, "ca-file", "", "PEM CA bundle to verify the agent's certificate: connect with TLS")
+	fs.StringVar(&o.certFile, "cert-file", "", "PEM client certificate (with --key-file): connect with TLS")
+	fs.StringVar(&o.keyFile, "key-file", "", "PEM private key of --cert-file")
+	fs.StringVar(&o.output, "o", "", `output format: "" (a table, or lines) or "json"`)
+	fs.BoolVar(&o.wait, "wait", false, "pull, upgrade: follow the app until the pull or upgrade is done or failed")
+	fs.BoolVar(&o.queueIfOffline, "queue-if-offline", false, "upgrade: if the agent cannot reach the API server, queue the upgrade until it can")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "pull, upgrade: give up waiting after this long (exit 3)")
+	fs.BoolVar(&o.version, "version", false, "print the version, git commit, build date and Go version, then exit")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags placed anywhere among the arguments, and returns
+// the positional ones (the command and its argument).
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// run is otactl with its arguments; it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := newFlags(&o, stderr)
+	positional, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitUsage
+	}
+	if o.version {
+		fmt.Fprint(stdout, version.Get().String(fs.Name()))
+		return exitOK
+	}
+	if err := o.validate(positional); err != nil {
+		fmt.Fprintf(stderr, "otactl: %v\n", err)
+		fs.Usage()
+		return exitUsage
+	}
+	client, closeConn, err := o.dial()
+	if err != nil {
+		fmt.Fprintf(stderr, "otactl: %v\n", err)
+		return exitUsage
+	}
+	defer closeConn()
+	c := &cli{client: client, out: stdout, opts: o, terminal: isTerminal(stdout)}
+	switch positional[0] {
+	case "list":
+		err = c.list(ctx)
+	case "watch":
+		err = c.watch(ctx)
+	case "pull", "upgrade":
+		var ns, ds string
+		ns, ds, err = parseApp(positional[1])
+		if err == nil {
+			err = c.act(ctx, positional[0], ns, ds)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "otactl: %s\n", describe(err, o.server))
+	}
+	return exitCode(err)
+}
+
+// validate checks the command line.
+func (o options) validate(positional []string) error {
+	if len(positional) == 0 {
+		return errors.New("no command")
+	}
+	want := map[string]int{"list": 1, "watch": 1, "pull": 2, "upgrade": 2}
+	n, ok := want[positional[0]]
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown command %q", positional[0])
+	case len(positional) != n:
+		return fmt.Errorf("%s takes %d argument(s), got %d", positional[0], n-1, len(positional)-1)
+	case o.output != "" && o.output != "json":
+		return fmt.Errorf(`-o %q: want "json" or nothing`, o.output)
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout %s must be positive", o.timeout)
+	case o.token != "" && o.tokenFile != "":
+		return errors.New("--token and --token-file: give one")
+	case (o.certFile == "") != (o.keyFile == ""):
+		return errors.New("--cert-file and --key-file go together")
+	case o.queueIfOffline && positional[0] != "upgrade":
+		return errors.New("--queue-if-offline applies to upgrade only")
+	}
+	return nil
+}
+
+// parseApp splits NAMESPACE/DAEMONSET.
+func parseApp(ref string) (namespace, daemonSet string, err error) {
+	ns, ds, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || ds == "" || strings.Contains(ds, "/") {
+		return "", "", usageError(fmt.Sprintf("%q: want NAMESPACE/DAEMONSET", ref))
+	}
+	return ns, ds, nil
+}
+
+// usageError is a mistake on the command line found after parsing.
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+// outcome is how a followed pull or upgrade ended when it did not succeed.
+type outcome struct {
+	code    int
+	message string
+}
+
+func (o *outcome) Error() string { return o.message }
+
+// exitCode maps a command's error to otactl's exit code.
+func exitCode(err error) int {
+	var out *outcome
+	var usage usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &out):
+		return out.code
+	case errors.As(err, &usage):
+		return exitUsage
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitTimeout
+	}
+	switch status.Code(err) {
+	case codes.NotFound:
+		return exitUnknownApp
+	case codes.Unavailable:
+		return exitUnreachable
+	case codes.DeadlineExceeded:
+		return exitTimeout
+	case codes.Unauthenticated, codes.PermissionDenied, codes.FailedPrecondition, codes.InvalidArgument, codes.Aborted,
+		codes.ResourceExhausted:
+		return exitRefused
+	}
+	return exitFailed
+}
+
+// describe says what went wrong in the agent's own words, with a hint for
+// the failures a user can fix.
+func describe(err error, server string) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err.Error()
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		return fmt.Sprintf("agent unreachable or unavailable at %s: %s", server, st.Message())
+	case codes.Unauthenticated:
+		return fmt.Sprintf("unauthenticated: %s (give --token, --token-file or --cert-file)", st.Message())
+	case codes.PermissionDenied, codes.FailedPrecondition, codes.InvalidArgument, codes.Aborted, codes.ResourceExhausted:
+		return "refused: " + st.Message()
+	case codes.DeadlineExceeded:
+		return "timed out: " + st.Message()
+	}
+	return st.Message()
+}

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+)
+
+// queueRetryInterval is how often RunQueue tries the queued actions again
+// while the API server stays unreachable or a queued upgrade waits for its
+// pre-pull.
+const queueRetryInterval = 2 * time.Second
+
+// queueUpgrade and queueImagePull answer a request made with queue_if_offline
+// whose live read found the API server unreachable (offline, that read's
+// error): see queueAction.
+func (s *Server) queueUpgrade(ctx context.Context, namespace, name string, offline error) (*edgeotav1.UpgradeResponse, error) {
+	if err := s.queueAction(ctx, namespace, name, ActionUpgrade, offline); err != nil {
+		return nil, err
+	}
+	return &edgeotav1.UpgradeResponse{
+		Message: fmt.Sprintf("Upgrade of pod %s/%s queued until the API server is reachable", namespace, name),
+		Queued:  true,
+	}, nil
+}
+
+func (s *Server) queueImagePull(ctx context.Context, namespace, name string, offline error) (*edgeotav1.ImagePullResponse, error) {
+	if err := s.queueAction(ctx, namespace, name, ActionImagePull, offline); err != nil {
+		return nil, err
+	}
+	return &edgeotav1.ImagePullResponse{
+		Message: fmt.Sprintf("Image pre-pull for pod %s/%s queued until the API server is reachable", namespace, name),
+		Queued:  true,
+	}, nil
+}
+
+// queueAction makes every check of the contract that needs no API call on the
+// last known view of the pod, in the contract's order, and then queues the
+// action for the target revision the pod waits for, on the disk before it
+// returns. The pre-pull gate refuses an upgrade only after a failed pull: a
+// queued upgrade waits for a pending one.
+func (s *Server) queueAction(ctx context.Context, namespace, name, action string, offline error) error {
+	if s.queue == nil {
+		return status.Errorf(codes.FailedPrecondition,
+			"cannot queue the %s of pod %s/%s: the agent keeps no state directory (--state-dir is empty); %s",
+			action, namespace, name, status.Convert(offline).Message())
+	}
+	pod, err := s.knownPod(namespace, name)
+	if err != nil {
+		return err
+	}
+	target, err := s.checkPod(pod)
+	if err != nil {
+		return err
+	}
+	if target == "" {
+		return status.Errorf(codes.FailedPrecondition,
+			"%s: cannot queue the %s of pod %s: its last known condition names no target revision", notUpdatable, action, klog.KObj(pod))
+	}
+	if action == ActionUpgrade && prePullFailed(pod, target) {
+		return prePullGate(pod, target)
+	}
+	now := s.queue.now()
+	a := queuedAction{
+		Namespace:      namespace,
+		Name:           name,
+		Action:         action,
+		PodUID:         pod.UID,
+		TargetRevision: target,
+		Caller:         callerFrom(ctx).identity,
+		QueuedAt:       now,
+		ExpiresAt:      now.Add(s.queue.ttl),
+	}
+	if err := s.queue.add(a); err != nil {
+		return status.Errorf(codes.Internal, "queuing the %s of pod %s/%s: %v", action, namespace, name, err)
+	}
+	klog.FromContext(ctx).Info("Queued an action until the API server is reachable",
+		"pod", klog.KObj(pod), "action", action, "revision", target, "expires", a.ExpiresAt)
+	return nil
+}
+
+// ListActions answers what is queued and how the latest queued actions
+// ended. Without a state directory nothing is ever queued.
+func (s *Server) ListActions(context.Context, *edgeotav1.ListActionsRequest) (*edgeotav1.ListActionsResponse, error) {
+	if s.queue == nil {
+		return &edgeotav1.ListActionsResponse{}, nil
+	}
+	return s.queue.list(), nil
+}
+
+// CancelAction drops a queued action, keeping "cancelled" as its outcome.
+func (s *Server) CancelAction(ctx context.Context, req *edgeotav1.CancelActionRequest) (*edgeotav1.CancelActionResponse, error) {
+	if err := validatePodRef(req.GetNamespace(), req.GetName()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	action := req.GetAction()
+	if action != ActionUpgrade && action != ActionImagePull {
+		return nil, status.Errorf(codes.InvalidArgument, "action %s is neither %q nor %q", echo(action), ActionUpgrade, ActionImagePull)
+	}
+	if s.queue == nil {
+		return nil, status.Errorf(codes.NotFound, "no %s is queued for pod %s/%s: the agent keeps no state directory", action, req.GetNamespace(), req.GetName())
+	}
+	a, err := s.queue.cancel(req.GetNamespace(), req.GetName(), action, callerName(callerFrom(ctx).identity))
+	if err != nil {
+		return nil, err
+	}
+	auditQueued(ctx, a, resultCancelled, "cancelled")
+	return &edgeotav1.CancelActionResponse{
+		Message: fmt.Sprintf("Queued %s of pod %s/%s cancelled", action, a.Namespace, a.Name),
+	}, nil
+}
+
+// RunQueue carries out the queued actions once the API server answers, until
+// ctx is done. It tries them when one is queued and every
+// queueRetryInterval.
+func (s *Server) RunQueue(ctx context.Context) {
+	if s.queue == nil {
+		return
+	}
+	ticker := time.NewTicker(queueRetryInterval)
+	defer ticker.Stop()
+	for {
+		s.runQueued(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.queue.wake:
+		case <-ticker.C:
+		}
+	}
+}
+
+// step is what became of one attempt at a queued action.
+type step int
+
+const (
+	// stepWait: not yet (a pending pre-pull, a lost race); try again later.
+	stepWait step = iota
+	// stepOffline: the API server is still unreachable; stop this pass.
+	stepOffline
+	// stepDone: the action ran.
+	stepDone
+	// stepRefused: a check failed; the action never runs.
+	stepRefused
+)
+
+// runQueued expires the actions past their time and tries the others in
+// order (for each pod, the pre-pull before the upgrade).
+func (s *Server) runQueued(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	expired, err := s.queue.expired()
+	if err != nil {
+		logger.Error(err, "Storing the expiry of queued actions")
+	}
+	for _, a := range expired {
+		auditQueued(ctx, a, resultExpired, "expired")
+	}
+	for _, a := range s.queue.due() {
+		if ctx.Err() != nil {
+			return
+		}
+		st, msg := s.attempt(ctx, a)
+		var result string
+		switch st {
+		case stepOffline:
+			return
+		case stepWait:
+			logger.V(4).Info("Queued action waits", "pod", klog.KRef(a.Namespace, a.Name), "action", a.Action, "reason", msg)
+			continue
+		case stepDone:
+			result = resultDone
+		case stepRefused:
+			result = resultRefused
+		}
+		ended, err := s.queue.finish(a, result, msg)
+		if err != nil {
+			logger.Error(err, "Storing the outcome of a queued action", "pod", klog.KRef(a.Namespace, a.Name), "action", a.Action)
+		}
+		if ended {
+			auditQueued(ctx, a, result, msg)
+		}
+	}
+}
+
+// attempt makes a queued action go through the checks of a live request
+// against the live pod, and runs it only if the pod is the one the owner saw
+// and still waits for the revision the owner agreed to, and the caller is
+// still allowed to act. It returns what became of it, with the message the
+// owner reads.
+func (s *Server) attempt(ctx context.Context, a queuedAction) (step, string) {
+	if a.Action == ActionUpgrade && s.queue.has(a.Namespace, a.Name, ActionImagePull) {
+		return stepWait, "the image pre-pull queued for the pod has not run yet"
+	}
+	if err := s.auth.reauthorize(a.Caller, accessUpgrade); err != nil {
+		return stepRefused, fmt.Sprintf("%s is no longer allowed to act: %s", a.callerName(), status.Convert(err).Message())
+	}
+	pod, err := s.livePod(ctx, a.Namespace, a.Name)
+	switch code := status.Code(err); {
+	case err == nil:
+	case code == codes.Unavailable:
+		return stepOffline, status.Convert(err).Message()
+	case code == codes.NotFound:
+		return stepRefused, fmt.Sprintf("pod %s/%s is gone", a.Namespace, a.Name)
+	default:
+		return stepRefused, status.Convert(err).Message()
+	}
+	if pod.UID != a.PodUID {
+		return stepRefused, fmt.Sprintf("pod %s was replaced since the %s was queued (UID %s, now %s)", klog.KObj(pod), a.Action, a.PodUID, pod.UID)
+	}
+	target, err := s.checkPod(pod)
+	if err != nil {
+		return stepRefused, status.Convert(err).Message()
+	}
+	if target != a.TargetRevision {
+		return stepRefused, fmt.Sprintf("the target revision of pod %s moved from %s to %s since the %s was queued: the owner agreed to %s; ask again to agree to %s",
+			klog.KObj(pod), a.TargetRevision, orNone(target), a.Action, a.TargetRevision, orNone(target))
+	}
+	switch a.Action {
+	case ActionUpgrade:
+		if err := prePullGate(pod, target); err != nil {
+			if prePullFailed(pod, target) {
+				return stepRefused, status.Convert(err).Message()
+			}
+			return stepWait, status.Convert(err).Message()
+		}
+		err = s.deleteForUpgrade(ctx, pod, target)
+	case ActionImagePull:
+		err = s.requestPull(ctx, pod, target)
+	}
+	switch code := status.Code(err); {
+	case err == nil && a.Action == ActionUpgrade:
+		return stepDone, upgradeStarted(pod.Namespace, pod.Name)
+	case err == nil:
+		return stepDone, pullRequested(pod.Namespace, pod.Name)
+	case code == codes.Unavailable:
+		return stepOffline, status.Convert(err).Message()
+	case code == codes.Aborted || apierrors.IsConflict(err):
+		return stepWait, status.Convert(err).Message()
+	default:
+		return stepRefused, status.Convert(err).Message()
+	}
+}
+
+func orNone(revision string) string {
+	if revision == "" {
+		return "none"
+	}
+	return revision
+}

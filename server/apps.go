@@ -1,0 +1,338 @@
+package server
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/podcondition"
+)
+
+// revisionLabel is the label the DaemonSet controller puts on each pod with
+// the hash of the ControllerRevision it was created from.
+const revisionLabel = "controller-revision-hash"
+
+// appKey names an app: a DaemonSet, by namespace and name.
+type appKey struct{ namespace, daemonSet string }
+
+func (k appKey) less(o appKey) int {
+	return cmp.Or(cmp.Compare(k.namespace, o.namespace), cmp.Compare(k.daemonSet, o.daemonSet))
+}
+
+// appMemory is what the agent remembers of an app between two looks at its
+// pods: what it takes to follow the app across the replacement of its pod,
+// which no single look at the cache shows.
+type appMemory struct {
+	// owner is the DaemonSet's UID: a DaemonSet deleted and recreated under
+	// the same name is another app.
+	owner types.UID
+	// ota is set once any of the app's pods carried PodNeedUpgrade: the
+	// controller marks every pod of an OTA DaemonSet, and a new pod is
+	// marked only a moment after it is created.
+	ota bool
+	// pod and revision are the current pod seen last, and its revision;
+	// offered is the newer revision it was offered, if any.
+	pod      types.UID
+	revision string
+	offered  string
+	// upgrade follows a replacement of the app's pod; nil when none is under
+	// way or shown.
+	upgrade *replacement
+	// phase, reason and message are the last answer; since is when the
+	// phase last changed.
+	phase           edgeotav1.UpgradePhase
+	reason, message string
+	since           time.Time
+}
+
+// replacement is an upgrade in flight: the old pod was seen deleted (or a pod
+// of another revision took its place), and the new one is judged by
+// health.Judge from since on.
+type replacement struct {
+	old     types.UID // the replaced pod
+	target  string    // the revision it was replaced for, "" if unknown
+	since   time.Time // when the agent saw the replacement start
+	settled bool      // the new pod has been available: UPGRADED
+}
+
+// appInput is one app's pods as the cache holds them.
+type appInput struct {
+	key   appKey
+	owner types.UID
+	// current is the newest pod not being deleted, nil if none.
+	current *corev1.Pod
+	// deleting is the newest pod being deleted, nil if none.
+	deleting *corev1.Pod
+}
+
+// groupApps sorts the node's pods into apps: every pod controlled by a
+// DaemonSet belongs to the app named after its owner, whatever the pod's own
+// name. Pods controlled by anything else are not apps.
+func groupApps(pods []*corev1.Pod) map[appKey]*appInput {
+	apps := map[appKey]*appInput{}
+	for _, pod := range pods {
+		owner := metav1.GetControllerOfNoCopy(pod)
+		if owner == nil || ownerGroupKind(owner) != daemonSetKind {
+			continue
+		}
+		key := appKey{pod.Namespace, owner.Name}
+		in := apps[key]
+		if in == nil {
+			in = &appInput{key: key, owner: owner.UID}
+			apps[key] = in
+		}
+		slot := &in.current
+		if pod.DeletionTimestamp != nil {
+			slot = &in.deleting
+		}
+		if *slot == nil || newer(pod, *slot) {
+			*slot = pod
+		}
+	}
+	return apps
+}
+
+// newer reports whether a was created after b (by name when created in the
+// same second).
+func newer(a, b *corev1.Pod) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	return a.Name > b.Name
+}
+
+// phaseRule evaluates the app's state into its phase.
+type phaseRule struct {
+	// deadline is how long a new pod may take to become available.
+	deadline time.Duration
+	// queued returns the owner's actions queued for the pod, pre-pull
+	// first; nil when queuing is not available.
+	queued func(namespace, pod string) []*edgeotav1.QueuedAction
+}
+
+// appState is one app's answer and what can change it by the clock alone.
+type appState struct {
+	app *edgeotav1.App
+	// recheck is how long until the phase may change with no new event
+	// (the upgrade deadline); zero for never.
+	recheck time.Duration
+}
+
+// evaluate computes the app's entry from its pods and what the agent
+// remembers, and updates the memory. in.current and in.deleting may both be
+// nil (the gap between the old pod's deletion and the new pod's creation): the
+// memory alone then answers, as long as an upgrade is under way.
+//
+// The phase is the first that holds of FAILED > UPGRADING > QUEUED >
+// PULL_FAILED > PULL_REQUESTED > PULLED > UPGRADE_AVAILABLE > UPGRADED >
+// UP_TO_DATE; an app whose pods never carried PodNeedUpgrade is MANAGED.
+func (r phaseRule) evaluate(in *appInput, mem *appMemory, target targetInfo, now time.Time) appState {
+	if mem.owner != in.owner {
+		*mem = appMemory{owner: in.owner}
+	}
+	pod := in.current
+	if pod == nil {
+		pod = in.deleting
+	}
+	app := &edgeotav1.App{Namespace: in.key.namespace, DaemonSet: in.key.daemonSet}
+	var need *corev1.PodCondition
+	if pod != nil {
+		app.Pod = pod.Name
+		app.CurrentRevision = pod.Labels[revisionLabel]
+		app.CurrentImages = imagesOf(&pod.Spec)
+		need = podcondition.Get(&pod.Status, podcondition.NeedUpgrade)
+		mem.ota = mem.ota || need != nil
+	}
+	r.follow(in, mem, need, now)
+
+	var state appState
+	var ph phase
+	switch {
+	case !mem.ota:
+		// The cluster upgrades it.
+		ph = phase{phase: edgeotav1.UpgradePhase_UPGRADE_PHASE_MANAGED}
+		if pod != nil {
+			ph.since = pod.CreationTimestamp.Time
+		}
+	default:
+		ph, state.recheck = r.otaPhase(in, mem, need, target, app, now)
+	}
+	if ph.phase != mem.phase {
+		// On the first look the pod's own record says when the phase began,
+		// if it can; any later change happened when the agent saw it.
+		mem.since = now
+		if mem.phase == edgeotav1.UpgradePhase_UPGRADE_PHASE_UNSPECIFIED && !ph.since.IsZero() {
+			mem.since = ph.since
+		}
+	}
+	mem.phase, mem.reason, mem.message = ph.phase, ph.reason, ph.message
+	app.Phase, app.Reason, app.Message = ph.phase, ph.reason, ph.message
+	app.LastTransitionTime = timestamppb.New(mem.since)
+	state.app = app
+	return state
+}
+
+// follow updates the memory's view of a replacement of the app's pod.
+//
+// Assumptions: the agent sees the pods of its node through an informer, so
+// it may miss the old pod's deletion (or both the deletion and the creation,
+// while cut off), but sees the pods that exist now. Invariants: a replacement
+// starts when the pod seen last is being deleted or gone, or when a pod of
+// another revision has taken its place; it ends when a new target is offered
+// after the new pod settled (the app's next change), or when another
+// replacement starts.
+func (r phaseRule) follow(in *appInput, mem *appMemory, need *corev1.PodCondition, now time.Time) {
+	target := ""
+	if need != nil && need.Status == corev1.ConditionTrue {
+		target, _ = podcondition.Revision(need.Message)
+	}
+	switch {
+	case in.deleting != nil && (mem.upgrade == nil || mem.upgrade.old != in.deleting.UID):
+		// The old pod is being deleted: an upgrade starts now.
+		old := podcondition.Get(&in.deleting.Status, podcondition.NeedUpgrade)
+		t := ""
+		if old != nil && old.Status == corev1.ConditionTrue {
+			t, _ = podcondition.Revision(old.Message)
+		}
+		mem.upgrade = &replacement{old: in.deleting.UID, target: t, since: now}
+	case in.current != nil && mem.pod != "" && in.current.UID != mem.pod &&
+		(mem.upgrade == nil || mem.upgrade.old != mem.pod):
+		// A new pod replaced the one seen last, its deletion unseen.
+		mem.upgrade = &replacement{old: mem.pod, since: in.current.CreationTimestamp.Time}
+		if in.current.Labels[revisionLabel] == mem.revision {
+			// The same revision: a restart, not an upgrade.
+			mem.upgrade = nil
+		}
+	case in.current == nil && in.deleting == nil && mem.pod != "" && mem.offered != "" &&
+		(mem.upgrade == nil || mem.upgrade.old != mem.pod):
+		// The pod seen last is gone, its deletion unseen, while a newer
+		// version was offered: an upgrade, whose new pod is yet to come.
+		mem.upgrade = &replacement{old: mem.pod, target: mem.offered, since: now}
+	case mem.upgrade != nil && mem.upgrade.settled && target != "":
+		// A newer version is offered after the upgrade: the next change.
+		mem.upgrade = nil
+	}
+	if in.current != nil {
+		mem.pod, mem.revision, mem.offered = in.current.UID, in.current.Labels[revisionLabel], target
+	}
+}
+
+// phase is a phase with its reason, message, and when it began as the pod's
+// own record says (zero: unknown).
+type phase struct {
+	phase           edgeotav1.UpgradePhase
+	reason, message string
+	since           time.Time
+}
+
+// otaPhase is the phase of an OTA app, with how long until the clock alone
+// can change it.
+func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondition, target targetInfo, app *edgeotav1.App, now time.Time) (phase, time.Duration) {
+	pod := in.current
+	var (
+		verdict  health.Verdict
+		newPod   = pod != nil && mem.upgrade != nil && pod.UID != mem.upgrade.old
+		deadline = r.deadline
+	)
+	if target.deadline > 0 {
+		deadline = target.deadline
+	}
+	switch {
+	case newPod && !mem.upgrade.settled:
+		// The upgrade's new pod: the one rule, with the deadline.
+		verdict = health.Judge(pod, mem.upgrade.since, 0, deadline, now)
+		mem.upgrade.settled = verdict.State == health.Settled
+	case pod != nil:
+		// Any other pod fails only at once: it has no deadline to meet.
+		verdict = health.Judge(pod, pod.CreationTimestamp.Time, 0, 0, now)
+	}
+
+	var offered string
+	if need != nil && need.Status == corev1.ConditionTrue && pod != nil {
+		offered, _ = podcondition.Revision(need.Message)
+		app.TargetRevision = offered
+		if target.revision == offered {
+			app.TargetImages = target.images
+		}
+	}
+	var pull *corev1.PodCondition
+	if offered != "" {
+		if c := podcondition.Get(&pod.Status, podcondition.ImageReady); c != nil && conditionNames(c, offered) {
+			pull = c
+		}
+	}
+	if r.queued != nil && pod != nil {
+		app.QueuedActions = r.queued(pod.Namespace, pod.Name)
+	}
+	upgrading := in.deleting != nil || pod == nil || newPod && verdict.State == health.Progressing
+
+	switch {
+	case verdict.State == health.Failed:
+		// The new version does not run, in the container's own words.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_FAILED, verdict.Reason, verdict.Message, time.Time{}}, 0
+	case upgrading:
+		// The old pod is gone or going; the new one is not available yet.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING, verdict.Reason, verdict.Message, time.Time{}}, verdict.Recheck
+	case len(app.QueuedActions) > 0:
+		// The owner's action waits for the API server.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_QUEUED, reasonQueued, queuedMessage(app.QueuedActions), time.Time{}}, 0
+	case pull != nil && pull.Status != corev1.ConditionTrue && pull.Reason == podcondition.ReasonPullImageFail:
+		// The pre-pull failed; the message carries the cause.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_PULL_FAILED, pull.Reason, pull.Message, pull.LastTransitionTime.Time}, 0
+	case pull != nil && pull.Status != corev1.ConditionTrue:
+		// Asked for (PullImageRequested), or under way.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_PULL_REQUESTED, pull.Reason, pull.Message, pull.LastTransitionTime.Time}, 0
+	case pull != nil:
+		// The target's images are on the node.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_PULLED, pull.Reason, pull.Message, pull.LastTransitionTime.Time}, 0
+	case offered != "":
+		// A newer version waits for the owner.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADE_AVAILABLE, need.Reason, need.Message, need.LastTransitionTime.Time}, 0
+	case newPod && mem.upgrade.settled:
+		// The new pod is available: shown until the app's next change.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADED, "", "", time.Time{}}, 0
+	default:
+		// Nothing newer is offered.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UP_TO_DATE, "", "", pod.CreationTimestamp.Time}, 0
+	}
+}
+
+// reasonQueued is a QUEUED app's reason.
+const reasonQueued = "QueuedUntilReachable"
+
+// queuedMessage says what waits, e.g. "imagepull, upgrade queued until the
+// API server is reachable".
+func queuedMessage(actions []*edgeotav1.QueuedAction) string {
+	names := make([]string, 0, len(actions))
+	for _, a := range actions {
+		names = append(names, a.GetAction())
+	}
+	return strings.Join(names, ", ") + " queued until the API server is reachable"
+}
+
+// imagesOf maps each container of a pod spec, init containers included, to
+// its image.
+func imagesOf(spec *corev1.PodSpec) map[string]string {
+	images := make(map[string]string, len(spec.InitContainers)+len(spec.Containers))
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			images[c.Name] = c.Image
+		}
+	}
+	return images
+}
+
+// sortApps orders apps by namespace and DaemonSet name.
+func sortApps(apps []*edgeotav1.App) {
+	slices.SortFunc(apps, func(a, b *edgeotav1.App) int {
+		return appKey{a.Namespace, a.DaemonSet}.less(appKey{b.Namespace, b.DaemonSet})
+	})
+}

@@ -1,0 +1,466 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/statedir"
+)
+
+// revision is DaemonSet demo's ControllerRevision testHash, as the DaemonSet
+// controller writes it: named after the DaemonSet, owned by it, its pod
+// template in a patch, and the DaemonSet's annotations.
+func revision(image string, annotations map[string]string) *appsv1.ControllerRevision {
+	yes := true
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "demo-" + testHash, Namespace: "default",
+			Labels:          map[string]string{revisionLabel: testHash},
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "demo", UID: "ds-uid", Controller: &yes}},
+		},
+		Data: runtime.RawExtension{Raw: []byte(fmt.Sprintf(
+			`{"spec":{"template":{"$patch":"replace","spec":{"initContainers":[{"name":"init","image":"busybox:2"}],"containers":[{"name":"app","image":%q}]}}}}`, image))},
+		Revision: 2,
+	}
+}
+
+// eventuallyApps polls ListUpgrades until ok holds of its answer.
+func (f *fixture) eventuallyApps(what string, ok func([]*edgeotav1.App) bool) []*edgeotav1.App {
+	f.t.Helper()
+	var last []*edgeotav1.App
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := f.rpc.ListUpgrades(context.Background(), &edgeotav1.ListUpgradesRequest{})
+		if err == nil {
+			last = resp.GetApps()
+			if ok(last) {
+				return last
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.t.Fatalf("timed out waiting for %s; last ListUpgrades: %v", what, last)
+	return nil
+}
+
+func TestListUpgradesShowsTheTargetImages(t *testing.T) {
+	f := newFixture(t, fixtureOptions{}, dsPod("p"), revision("nginx:1.19.5", nil))
+	apps := f.eventuallyApps("the target images", func(apps []*edgeotav1.App) bool {
+		return len(apps) == 1 && apps[0].GetTargetImages()["app"] == "nginx:1.19.5"
+	})
+	app := apps[0]
+	if app.GetNamespace() != "default" || app.GetDaemonSet() != "demo" || app.GetPod() != "p" ||
+		app.GetPhase() != upgradeAvailable || app.GetTargetRevision() != testHash || app.GetCurrentImages()["app"] != "nginx:1.19.4" ||
+		app.GetTargetImages()["init"] != "busybox:2" {
+		t.Errorf("got %v, want demo's pod p UPGRADE_AVAILABLE from nginx:1.19.4 to nginx:1.19.5 (init busybox:2)", app)
+	}
+
+	resp := f.do(http.MethodGet, "/edgeota.io/v1/upgrades", "")
+	for _, want := range []string{`"daemonSet":"demo"`, `"phase":"UPGRADE_PHASE_UPGRADE_AVAILABLE"`, `"targetImages":{`, `"currentRevision":"old"`} {
+		if resp.status != http.StatusOK || !strings.Contains(resp.body, want) {
+			t.Errorf("GET /edgeota.io/v1/upgrades: got %d %s, want 200 with %s", resp.status, resp.body, want)
+		}
+	}
+	if resp.header.Get("X-Edgeota-Synced-At") == "" {
+		t.Errorf("GET /edgeota.io/v1/upgrades: got no X-Edgeota-Synced-At header")
+	}
+}
+
+// countingReader serves one ControllerRevision and counts the reads.
+type countingReader struct {
+	mu    sync.Mutex
+	reads map[string]int
+	cr    *appsv1.ControllerRevision
+	err   error
+}
+
+func (r *countingReader) GetControllerRevision(_ context.Context, _, name string) (*appsv1.ControllerRevision, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads[name]++
+	if r.err != nil {
+		return nil, r.err
+	}
+	cr := r.cr.DeepCopy()
+	cr.Name = name
+	cr.Labels[revisionLabel] = strings.TrimPrefix(name, "demo-")
+	return cr, nil
+}
+
+func (r *countingReader) count(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reads[name]
+}
+
+func TestTargetImagesAreReadOncePerRevision(t *testing.T) {
+	dir, err := statedir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := &countingReader{reads: map[string]int{}, cr: revision("nginx:1.19.5", map[string]string{health.ProgressDeadlineAnnotation: "90"})}
+	resolved := make(chan struct{}, 10)
+	tg := newTargets(reader, dir, time.Millisecond, time.Second, func() { resolved <- struct{}{} })
+	tg.start(t.Context())
+	key := targetKey{Namespace: "default", DaemonSet: "demo", Owner: "ds-uid", Revision: "r2"}
+
+	for range 50 {
+		tg.lookup(key)
+	}
+	<-resolved
+	info := tg.lookup(key)
+	if info.images["app"] != "nginx:1.19.5" || info.deadline != 90*time.Second {
+		t.Errorf("got %v deadline %s, want app=nginx:1.19.5 and the DaemonSet's 90s", info.images, info.deadline)
+	}
+	if n := reader.count("demo-r2"); n != 1 {
+		t.Errorf("got %d reads of revision r2 after 51 lookups, want 1", n)
+	}
+
+	other := key
+	other.Revision = "r3"
+	tg.lookup(other)
+	<-resolved
+	if n := reader.count("demo-r3"); n != 1 {
+		t.Errorf("got %d reads of revision r3, want 1", n)
+	}
+
+	// A restarted agent finds them on the disk, offline.
+	tg.retain(map[targetKey]bool{key: true}, klog.Background())
+	reader.err = errors.New("dial tcp: i/o timeout")
+	again := newTargets(reader, dir, time.Millisecond, time.Second, func() {})
+	again.load(klog.Background())
+	if got := again.lookup(key); got.images["app"] != "nginx:1.19.5" {
+		t.Errorf("after a restart: got %v, want the stored images", got.images)
+	}
+	if n := reader.count("demo-r2"); n != 1 {
+		t.Errorf("after a restart: got %d reads, want still 1", n)
+	}
+	if got := again.lookup(other); got.images != nil {
+		t.Errorf("got %v for a revision no longer offered, want it forgotten", got.images)
+	}
+}
+
+func TestTargetOfAnotherOwnerIsNotShown(t *testing.T) {
+	reader := &countingReader{reads: map[string]int{}, cr: revision("evil:1", nil)}
+	reader.cr.OwnerReferences[0].UID = "someone-else"
+	tg := newTargets(reader, nil, time.Millisecond, time.Second, func() {})
+	tg.start(t.Context())
+	key := targetKey{Namespace: "default", DaemonSet: "demo", Owner: "ds-uid", Revision: "r2"}
+	tg.lookup(key)
+	deadline := time.Now().Add(5 * time.Second)
+	for reader.count("demo-r2") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // let the read finish
+	for range 5 {
+		if got := tg.lookup(key); got.images != nil {
+			t.Fatalf("got %v, want no images from another owner's revision", got.images)
+		}
+	}
+	if n := reader.count("demo-r2"); n != 1 {
+		t.Errorf("got %d reads, want 1: another owner's revision is not read again", n)
+	}
+}
+
+func TestRevisionName(t *testing.T) {
+	if got := revisionName("demo", "5d4f7c"); got != "demo-5d4f7c" {
+		t.Errorf("got %q, want demo-5d4f7c", got)
+	}
+	if got := revisionName(strings.Repeat("a", 250), "h"); got != strings.Repeat("a", 223)+"-h" {
+		t.Errorf("got %d characters, want the name cut to 223 and -h", len(got))
+	}
+}
+
+// watchStream opens a gRPC watch on its own connection.
+func (f *fixture) watchStream(ctx context.Context) grpc.ServerStreamingClient[edgeotav1.WatchUpgradesResponse] {
+	f.t.Helper()
+	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { conn.Close() })
+	stream, err := edgeotav1.NewOTAServiceClient(conn).WatchUpgrades(ctx, &edgeotav1.WatchUpgradesRequest{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return stream
+}
+
+// next receives the next message that is not a heartbeat.
+func next(t *testing.T, stream grpc.ServerStreamingClient[edgeotav1.WatchUpgradesResponse]) *edgeotav1.WatchUpgradesResponse {
+	t.Helper()
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("Recv: %v", err)
+		}
+		if m.GetType() != edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_HEARTBEAT {
+			return m
+		}
+	}
+}
+
+func ownedByDaemonSet(name string) podOption {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences[0].Name, p.OwnerReferences[0].UID = name, types.UID(name+"-uid")
+	}
+}
+
+func TestWatchUpgradesStreamsEachChange(t *testing.T) {
+	other := dsPod("o", ownedByDaemonSet("other"), withCondition(corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionFalse}))
+	f := newFixture(t, fixtureOptions{}, dsPod("p"), other)
+	stream := f.watchStream(t.Context())
+	snap := next(t, stream)
+	if snap.GetType() != edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_SNAPSHOT || len(snap.GetApps()) != 2 ||
+		snap.GetApps()[0].GetDaemonSet() != "demo" || snap.GetApps()[1].GetDaemonSet() != "other" || snap.GetSyncedAt() == nil {
+		t.Fatalf("got %v, want a snapshot of demo and other, sorted, with synced_at", snap)
+	}
+
+	pod := dsPod("p", withCondition(imageReady(corev1.ConditionFalse, podcondition.ReasonPullImageRequested, testTarget)))
+	if _, err := f.client.CoreV1().Pods("default").UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, stream); m.GetType() != edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_UPSERT ||
+		m.GetApp().GetDaemonSet() != "demo" || m.GetApp().GetPhase() != phasePullRequested {
+		t.Fatalf("got %v, want an upsert of demo in PULL_REQUESTED", m)
+	}
+
+	if err := f.client.CoreV1().Pods("default").Delete(t.Context(), "o", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, stream); m.GetType() != edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_DELETE || m.GetApp().GetDaemonSet() != "other" {
+		t.Fatalf("got %v, want other deleted", m)
+	}
+}
+
+func TestWatchUpgradesHeartbeats(t *testing.T) {
+	f := newFixture(t, fixtureOptions{upgrades: UpgradeOptions{Heartbeat: 50 * time.Millisecond}}, dsPod("p"))
+	stream := f.watchStream(t.Context())
+	next(t, stream)
+	for range 2 {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GetType() != edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_HEARTBEAT || m.GetSyncedAt() == nil || len(m.GetApps()) != 0 {
+			t.Fatalf("got %v, want a heartbeat with synced_at only", m)
+		}
+	}
+}
+
+func TestWatcherLimit(t *testing.T) {
+	f := newFixture(t, fixtureOptions{upgrades: UpgradeOptions{MaxWatchers: 1}}, dsPod("p"))
+	first := f.watchStream(t.Context())
+	next(t, first)
+	_, err := f.watchStream(t.Context()).Recv()
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("second gRPC watch: got %v, want ResourceExhausted", err)
+	}
+	if resp := f.do(http.MethodGet, watchUpgradesPath, "application/json"); resp.status != http.StatusTooManyRequests ||
+		!strings.Contains(resp.body, "too many watches") {
+		t.Errorf("second REST watch: got %d %q, want 429", resp.status, resp.body)
+	}
+}
+
+// TestSlowWatcherIsDropped: a watcher that stops reading is cut off once its
+// backlog is full; the other watchers get every change, and publishing never
+// waits for anyone.
+func TestSlowWatcherIsDropped(t *testing.T) {
+	f := newFixture(t, fixtureOptions{upgrades: UpgradeOptions{Heartbeat: time.Hour}}, dsPod("p"))
+	v := f.svc.upgrades
+	slow := f.watchStream(t.Context())
+	next(t, slow)
+	fast := f.watchStream(t.Context())
+	next(t, fast)
+
+	const changes = 2000
+	var got atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for got.Load() < changes {
+			m, err := fast.Recv()
+			if err != nil {
+				return
+			}
+			if m.GetType() == edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_UPSERT {
+				got.Add(1)
+			}
+		}
+	}()
+	big := strings.Repeat("x", 1024)
+	start := time.Now()
+	for i := range changes {
+		app := &edgeotav1.App{Namespace: "default", DaemonSet: "demo", Message: fmt.Sprint(i, big)}
+		v.mu.Lock()
+		v.publishLocked(map[appKey]*edgeotav1.App{{"default", "demo"}: app})
+		v.mu.Unlock()
+		// A reader that keeps up: never more than half its backlog behind.
+		for int64(i+1)-got.Load() > int64(v.backlog/2) {
+			select {
+			case <-done:
+				t.Fatalf("the fast watcher ended after %d changes", got.Load())
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	publishing := time.Since(start) // includes waiting for the fast reader
+	<-done
+	if n := got.Load(); n != changes {
+		t.Errorf("the fast watcher got %d changes, want %d", n, changes)
+	}
+	var err error
+	for err == nil {
+		_, err = slow.Recv()
+	}
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("the slow watcher ended with %v, want ResourceExhausted", err)
+	}
+	t.Logf("published %d changes in %s", changes, publishing)
+}
+
+// TestStalledWatcherIsCutOff: a send that does not return within the stall
+// bound fails through the stream's write deadline, and the watcher is
+// dropped.
+func TestStalledWatcherIsCutOff(t *testing.T) {
+	f := newFixture(t, fixtureOptions{}, dsPod("p"))
+	v := f.svc.upgrades
+	v.stall = 50 * time.Millisecond
+	var mu sync.Mutex
+	var deadline time.Time
+	setDeadline := func(d time.Time) error { mu.Lock(); defer mu.Unlock(); deadline = d; return nil }
+	// The transport: a write blocks until its deadline, as a peer that does
+	// not read makes it.
+	send := func(*edgeotav1.WatchUpgradesResponse) error {
+		mu.Lock()
+		d := deadline
+		mu.Unlock()
+		time.Sleep(time.Until(d))
+		return errors.New("i/o timeout")
+	}
+	start := time.Now()
+	if err := v.stream(t.Context(), send, setDeadline); err == nil {
+		t.Fatal("got nil, want the send's error")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s, want about the 50ms stall bound", took)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if n := len(v.watchers); n != 0 {
+		t.Errorf("got %d watchers left, want 0", n)
+	}
+}
+
+func TestWatchUpgradesOverREST(t *testing.T) {
+	f := newFixture(t, fixtureOptions{auth: Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
+	if resp := f.do(http.MethodGet, watchUpgradesPath, ""); resp.status != http.StatusUnauthorized {
+		t.Errorf("without a token: got %d %q, want 401", resp.status, resp.body)
+	}
+	if resp := f.do(http.MethodPost, watchUpgradesPath, "", "Authorization", "Bearer upgrader-token"); resp.status != http.StatusMethodNotAllowed {
+		t.Errorf("POST: got %d %q, want 405", resp.status, resp.body)
+	}
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.base+watchUpgradesPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer viewer-token")
+	resp, err := f.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != mimeJSON || resp.Header.Get("X-Edgeota-Synced-At") == "" {
+		t.Fatalf("got %d %q synced-at %q, want 200 JSON with X-Edgeota-Synced-At", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("X-Edgeota-Synced-At"))
+	}
+	lines := bufio.NewScanner(resp.Body)
+	if !lines.Scan() {
+		t.Fatalf("no first line: %v", lines.Err())
+	}
+	var first struct {
+		Result struct {
+			Type string `json:"type"`
+			Apps []struct {
+				DaemonSet string `json:"daemonSet"`
+				Phase     string `json:"phase"`
+			} `json:"apps"`
+			SyncedAt string `json:"syncedAt"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(lines.Bytes(), &first); err != nil {
+		t.Fatalf("first line %q: %v", lines.Text(), err)
+	}
+	if r := first.Result; r.Type != "UPGRADE_EVENT_TYPE_SNAPSHOT" || len(r.Apps) != 1 || r.Apps[0].DaemonSet != "demo" ||
+		r.Apps[0].Phase != "UPGRADE_PHASE_UPGRADE_AVAILABLE" || r.SyncedAt == "" {
+		t.Errorf("got %s, want the snapshot of demo in UPGRADE_PHASE_UPGRADE_AVAILABLE", lines.Text())
+	}
+
+	// It outlives the server's write timeout and ends cleanly at shutdown.
+	if err := f.stop(); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	for lines.Scan() {
+		if !strings.Contains(lines.Text(), "HEARTBEAT") {
+			t.Errorf("got %q after the snapshot, want nothing but heartbeats", lines.Text())
+		}
+	}
+}
+
+// TestWatchOutlivesTheServerTimeouts: with the server's read and write
+// timeouts at 300ms, watches over both protocols keep receiving heartbeats
+// well past them.
+func TestWatchOutlivesTheServerTimeouts(t *testing.T) {
+	short := defaultLimits
+	short.read, short.write = 300*time.Millisecond, 300*time.Millisecond
+	f := newFixture(t, fixtureOptions{limits: &short, upgrades: UpgradeOptions{Heartbeat: 100 * time.Millisecond}}, dsPod("p"))
+	until := time.Now().Add(time.Second)
+
+	stream := f.watchStream(t.Context())
+	for time.Now().Before(until) {
+		if _, err := stream.Recv(); err != nil {
+			t.Fatalf("gRPC watch ended after the write timeout: %v", err)
+		}
+	}
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.base+watchUpgradesPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	until = time.Now().Add(time.Second)
+	for time.Now().Before(until) {
+		if !lines.Scan() {
+			t.Fatalf("REST watch ended after the write timeout: %v", lines.Err())
+		}
+	}
+}
