@@ -43,6 +43,26 @@
 //     which view is served and how old); request limits and timeouts;
 //     graceful shutdown.
 //
+// The data path of a request, e.g. POST .../pods/{name}/upgrade:
+// handler.go (NewHandler: one http.Handler; HTTP/2 gRPC requests go to the
+// gRPC server, the rest to grpc-gateway, the watch route to watch.go) →
+// auth.go (the caller and the access its RPC needs, grpcAccess/restAccess) →
+// validate.go (path segments) → upgrade.go (Server.Upgrade → checkedPod: a
+// live GET through client.go, then the contract's checks in order) →
+// client.go (the DELETE with UID and resourceVersion preconditions) →
+// errors.go (API errors to gRPC codes) → rest.go (the code and body the
+// caller negotiated). With queue_if_offline and the API server out of reach,
+// upgrade.go hands the request to actions.go instead.
+//
+// Why one package: the transport and security files are thin and specific
+// to this service: the authorization table names each RPC, the REST error
+// handler and negotiation know each response text, the watch route is served
+// by hand beside the gateway. Split out, each would need the service's
+// internals exported for one caller; kept here, every step of the path above
+// is one file away from the next. The generic pieces already live outside:
+// statedir (atomic, versioned files), podcondition (the one-condition patch),
+// health (readiness and the failure rule).
+//
 // Fuzz targets: FuzzValidatePodRef, FuzzREST (any request through the whole
 // handler) and FuzzGRPCActions (any namespace and name into Upgrade and
 // ImagePull over gRPC). Their seeds run with every go test; a longer search is
