@@ -74,6 +74,7 @@ func newSession(ctx context.Context, p params) (*session, error) {
 	defer cancel()
 	s.cluster, err = localcluster.Create(ctx, localcluster.Options{
 		Root: root, Name: "bench-" + hex.EncodeToString(suffix), Nodes: p.nodes, Log: s.logFile,
+		NodeHeartbeat: nodeHeartbeat,
 	})
 	if err != nil {
 		_ = s.logFile.Close()
