@@ -201,7 +201,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{fmt.Sprintf("wall time until every pod runs the new image (median of %d)", len(ota)),
 				seconds(measure.Median(ota)), seconds(measure.Median(native)), times(r),
 				fmt.Sprintf("≤ %s (1.05× native + %d waves × %s)", seconds(allowance), waves, heartbeatPeriod), verdict(measure.Median(ota) <= allowance)},
-			{"  of which waiting only for heartbeats (median)", seconds(hbWait), "", "", "", ""},
+			{"of which waiting only for heartbeats (median)", seconds(hbWait), "", "", "", ""},
 			{"wall time without the heartbeat waits (median)", seconds(measure.Median(withoutHeartbeats)), seconds(measure.Median(native)), times(rNoHB),
 				"≤ " + times(rolloutRatioTarget), verdict(rNoHB <= rolloutRatioTarget)},
 			{fmt.Sprintf("budget freed → next deletion, p50 / p99 (%d / %d samples)", len(otaFree), len(nativeFree)),
