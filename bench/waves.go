@@ -41,10 +41,11 @@ type flightEvent struct {
 	at   time.Time
 	node string
 	kind flightKind
-	// sent is, for podSettled, when the pod turned Ready (its condition's
-	// lastTransitionTime) and, for heartbeatSeen, the node's
-	// lastHeartbeatTime: a heartbeat proves the pod's node alive only if
-	// sent after the pod settled (the controller's rule).
+	// sent is, for podSettled, when the pod's containers turned ready (its
+	// ContainersReady condition's lastTransitionTime) and, for
+	// heartbeatSeen, the node's lastHeartbeatTime: a heartbeat proves the
+	// pod's node alive only if sent after the pod settled (the
+	// controller's rule, controller/proofoflife.go).
 	sent time.Time
 }
 
@@ -158,7 +159,7 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 		r.settled[p.Name] = true
 		var sent time.Time
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady {
+			if c.Type == corev1.ContainersReady {
 				sent = c.LastTransitionTime.Time
 			}
 		}

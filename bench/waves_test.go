@@ -4,6 +4,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // waveEvents is a rollout of two nodes with a budget of one: n1 is deleted
@@ -64,5 +67,46 @@ func TestAnalyzeWavesCountsOnlyTheFirstDeletionAfterAFreeingEvent(t *testing.T) 
 	}, false)
 	if want := []time.Duration{5 * time.Millisecond, 200 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) || f.waves != 2 {
 		t.Errorf("got %v in %d waves, want %v in 2", f.freeToDelete, f.waves, want)
+	}
+}
+
+func TestFlightRecorderReportsEachPodOnceAndOnlyNewerHeartbeats(t *testing.T) {
+	now := time.Unix(2000, 0)
+	ready := metav1.NewTime(now.Add(-time.Second))
+	pod := func(name, img string, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Image: img}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: ready},
+			}},
+		}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+		}
+		return p
+	}
+	node := func(hb time.Time) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(hb)}}}}
+	}
+	r := newFlightRecorder("v1")
+	r.pod(now, pod("old", "v0", false)) // the old pod, alive: nothing
+	r.pod(now, pod("old", "v0", true))
+	r.pod(now, pod("old", "v0", true)) // seen again
+	r.pod(now, pod("new", "v1", false))
+	r.pod(now, pod("new", "v1", false)) // seen again
+	r.node(now, node(now))
+	r.node(now, node(now)) // the same heartbeat
+	want := []flightEvent{
+		{at: now, node: "n1", kind: podDeleted},
+		{at: now, node: "n1", kind: podSettled, sent: ready.Time},
+		{at: now, node: "n1", kind: heartbeatSeen, sent: now},
+	}
+	if !slices.EqualFunc(r.events, want, func(a, b flightEvent) bool {
+		return a.at.Equal(b.at) && a.node == b.node && a.kind == b.kind && a.sent.Equal(b.sent)
+	}) {
+		t.Errorf("got %+v, want %+v", r.events, want)
 	}
 }
