@@ -93,6 +93,7 @@ func benchWatchers(ctx context.Context, s *session) (watchersFigures, error) {
 	receipts, streams, err := openWatchers(streamCtx, agent.addr)
 	if err != nil {
 		closeStreams()
+		streams.Wait()
 		return f, err
 	}
 	f.latencies, err = offerRevisions(ctx, s, pods, receipts)
@@ -167,7 +168,7 @@ func offerRevisions(ctx context.Context, s *session, pods *view[*corev1.Pod], re
 	for i := 1; i <= watcherChanges; i++ {
 		hash := fmt.Sprintf("bench%d", i)
 		var pod *corev1.Pod
-		for _, p := range pods.snapshot() {
+		for _, p := range pods.snapshot() { // the DaemonSet's one pod, on agentNode
 			pod = p
 		}
 		if pod == nil {
@@ -180,9 +181,11 @@ func offerRevisions(ctx context.Context, s *session, pods *view[*corev1.Pod], re
 			return nil, fmt.Errorf("offering revision %s: %w", hash, err)
 		}
 		err := pods.until(ctx, watcherTimeout, "the bench's watch to see revision "+hash, func(now time.Time, items map[string]*corev1.Pod) bool {
-			p := items[watchersNamespace+"/"+pod.Name]
-			c := podcondition.Get(&p.Status, podcondition.NeedUpgrade)
-			if c != nil && c.Message == want.Message {
+			p, ok := items[watchersNamespace+"/"+pod.Name]
+			if !ok {
+				return false
+			}
+			if c := podcondition.Get(&p.Status, podcondition.NeedUpgrade); c != nil && c.Message == want.Message {
 				seen = now
 				return true
 			}
