@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/edgeota/edgeota/bench/measure"
-	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/proc"
 )
 
 // readyTimeout bounds the wait for a child to answer on its port.
@@ -18,7 +18,7 @@ const readyTimeout = time.Minute
 // listening on a loopback port, with its CPU time and memory read from /proc
 // so that every scenario's figures are its own.
 type child struct {
-	*localcluster.Process
+	*proc.Process
 	addr string // host:port it serves on
 }
 

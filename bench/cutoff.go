@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/health"
 )
 
 // cutoffScenario: 20% of the nodes cut off (Ready=Unknown) before the image
@@ -159,10 +160,8 @@ func waitReady(ctx context.Context, nodes *view[*corev1.Node], names []string, w
 }
 
 func readyStatus(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
+	if c := health.NodeCondition(n, corev1.NodeReady); c != nil {
+		return c.Status
 	}
 	return ""
 }

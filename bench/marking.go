@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -39,12 +40,13 @@ const markingNamespace = "bench-ota"
 
 // The ceiling writes PodNeedUpgrade with this message prefix, so that the
 // next controller run can be told to have restored the real one, with the
-// controller's write parallelism (controller.writeParallelism).
+// controller's write parallelism.
 const (
-	ceilingMessage     = "controllerrevision: bench-ceiling-"
-	ceilingParallelism = 64
+	ceilingParallelism = controller.WriteParallelism
 	ceilingManager     = "edgeota-bench"
 )
+
+var ceilingMessage = podcondition.RevisionMessage("bench-ceiling-")
 
 // marking is one timed write of PodNeedUpgrade onto every pod.
 type marking struct {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/edgeota/edgeota/controller"
 )
 
 // params are the run's sizes, read from the environment so that a quick run
@@ -39,7 +41,7 @@ type params struct {
 // loadParams reads the parameters from the environment, with their
 // defaults, refusing values too small to measure anything.
 func loadParams() (params, error) {
-	p := params{qps: 500, burst: 1000}
+	p := params{qps: controller.DefaultKubeAPIQPS, burst: controller.DefaultKubeAPIBurst}
 	var seconds int
 	for _, v := range []struct {
 		name     string

@@ -15,17 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
 // The opt-in contract of ota-controller.
 const (
-	strategyAnnotation       = "apps.openyurt.io/update-strategy"
-	maxUnavailableAnnotation = "apps.openyurt.io/max-unavailable"
-	advancedRollingUpdate    = "AdvancedRollingUpdate"
-	otaStrategy              = "OTA"
-	maxUnavailable           = "10%"
-	containerName            = "app"
+	advancedRollingUpdate = string(controller.StrategyAdvancedRollingUpdate)
+	otaStrategy           = string(controller.StrategyOTA)
+	maxUnavailable        = "10%"
+	containerName         = "app"
 )
 
 // Bounds on the waits around a scenario: creating or deleting N pods takes
@@ -67,7 +66,7 @@ func daemonSet(name, strategy string, nodeSelector map[string]string) *appsv1.Da
 		}
 		return ds
 	}
-	ds.Annotations = map[string]string{strategyAnnotation: strategy, maxUnavailableAnnotation: maxUnavailable}
+	ds.Annotations = map[string]string{controller.StrategyAnnotation: strategy, controller.MaxUnavailableAnnotation: maxUnavailable}
 	ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
 	return ds
 }

@@ -34,10 +34,18 @@ const Component = "ota-controller"
 // DaemonSet, ControllerRevision and Node events sync at once.
 const podEventBatch = 250 * time.Millisecond
 
-// writeParallelism bounds the API calls one DaemonSet sync has in flight: wide
+// WriteParallelism bounds the API calls one DaemonSet sync has in flight: wide
 // enough to spend a QPS budget of hundreds per second on a 500-node rollout,
 // narrow enough not to flood the API server with goroutines.
-const writeParallelism = 64
+const WriteParallelism = 64
+
+// The controller's default client rate limits (ota-controller's
+// --kube-api-qps and --kube-api-burst): sized to mark 1,000 pods in seconds,
+// where client-go's default of 5 per second would take minutes.
+const (
+	DefaultKubeAPIQPS   = 500
+	DefaultKubeAPIBurst = 1000
+)
 
 // Controller reconciles opted-in DaemonSets. Work items are DaemonSet keys
 // ("namespace/name"); every informer event is mapped to the DaemonSet it
@@ -118,7 +126,9 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 // the in-flight syncs have finished.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
+	var wg sync.WaitGroup
+	defer wg.Wait()          // second: the in-flight syncs finish
+	defer c.queue.ShutDown() // first: idle workers return from Get
 	logger := klog.FromContext(ctx)
 
 	logger.Info("Waiting for informer caches to sync")
@@ -126,14 +136,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("failed to wait for caches to sync")
 	}
 	logger.Info("Starting workers", "count", workers)
-	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
 	<-ctx.Done()
 	logger.Info("Shutting down workers")
-	c.queue.ShutDown()
-	wg.Wait()
 	return nil
 }
 

@@ -148,11 +148,34 @@ func (f *fixture) conditionPatches() map[string][]map[string]any {
 	return out
 }
 
-// waitQueued waits for the batching of pod events and returns how many keys
-// are queued.
-func (f *fixture) waitQueued() int {
-	time.Sleep(podEventBatch + 100*time.Millisecond)
-	return f.c.queue.Len()
+// sentinelKey marks the end of what an event queued; no object has it.
+const sentinelKey = "sentinel/end-of-event"
+
+// queuedBy calls event and returns the keys it queued, in order, whether at
+// once or batched like pod events. It queues sentinelKey after the event,
+// batched, and takes keys off the queue until the sentinel comes out: the
+// queue releases keys in the order they are due, so anything the event
+// queued has come out by then, and nothing has to be waited for by a fixed
+// sleep. A sentinel that never comes (a hung queue) fails the test.
+func (f *fixture) queuedBy(event func()) []string {
+	f.t.Helper()
+	event()
+	f.c.enqueueBatched(sentinelKey)
+	hung := time.AfterFunc(time.Minute, f.c.queue.ShutDown)
+	defer hung.Stop()
+	var keys []string
+	for {
+		key, shutdown := f.c.queue.Get()
+		if shutdown {
+			f.t.Fatalf("the queue gave no sentinel within a minute; got %q before it", keys)
+		}
+		f.c.queue.Done(key)
+		f.c.queue.Forget(key)
+		if key == sentinelKey {
+			return keys
+		}
+		keys = append(keys, key)
+	}
 }
 
 // events drains the recorded events.

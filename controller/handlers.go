@@ -64,16 +64,20 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs, leases cache.
 	return nil
 }
 
-// updateDaemonSet enqueues a DaemonSet whose spec or annotations changed. Its
-// status, which the native controller rewrites on every pod change of a
-// rollout, is never read, so status-only updates are dropped, and so are
-// changes to the rollout status annotation alone, which the controller
-// writes itself: a write must not trigger the sync that would write again.
+// updateDaemonSet enqueues a DaemonSet whose spec, annotations or
+// status.desiredNumberScheduled changed. The rest of its status, which the
+// native controller rewrites on every pod change of a rollout, is never read,
+// so updates of only that are dropped; desiredNumberScheduled counts the
+// nodes whose pod is missing in rollingUpdate's budget, so a sync must see it
+// change. Changes to the rollout status annotation alone, which the
+// controller writes itself, are dropped too: a write must not trigger the
+// sync that would write again.
 func (c *Controller) updateDaemonSet(old, obj any) {
 	oldDS, ok1 := old.(*appsv1.DaemonSet)
 	ds, ok2 := obj.(*appsv1.DaemonSet)
 	if ok1 && ok2 && oldDS.Generation == ds.Generation &&
-		equalExcept(oldDS.Annotations, ds.Annotations, RolloutStatusAnnotation) {
+		equalExcept(oldDS.Annotations, ds.Annotations, RolloutStatusAnnotation) &&
+		oldDS.Status.DesiredNumberScheduled == ds.Status.DesiredNumberScheduled {
 		return
 	}
 	c.enqueue(obj)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,18 +18,17 @@ func TestPodEventsEnqueueTheirDaemonSet(t *testing.T) {
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
-		want int
+		want []string
 	}{
-		{"daemon pod", pod, 1},
-		{"pre-pull job pod", jobPod(job), 1},
-		{"owner UID mismatch", stranger, 0},
+		{"daemon pod", pod, []string{testDSKey}},
+		{"pre-pull job pod", jobPod(job), []string{testDSKey}},
+		{"owner UID mismatch", stranger, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, prePullCluster(pod, job)...)
-			f.c.enqueuePodOwner(tt.pod)
-			if got := f.waitQueued(); got != tt.want {
-				t.Errorf("got %d queued, want %d", got, tt.want)
+			if got := f.queuedBy(func() { f.c.enqueuePodOwner(tt.pod) }); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q queued, want %q", got, tt.want)
 			}
 		})
 	}
@@ -55,12 +55,12 @@ func TestDeletedPodTombstoneObservesExpectation(t *testing.T) {
 	if f.c.expectations.satisfied(testDSKey) {
 		t.Fatal("got satisfied before the deletion was seen, want not")
 	}
-	f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "default/pod-0", Obj: pod})
+	queued := f.queuedBy(func() { f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "default/pod-0", Obj: pod}) })
 	if !f.c.expectations.satisfied(testDSKey) {
 		t.Error("got unsatisfied after the tombstone, want satisfied")
 	}
-	if got := f.waitQueued(); got != 1 {
-		t.Errorf("got %d queued, want 1", got)
+	if want := []string{testDSKey}; !slices.Equal(queued, want) {
+		t.Errorf("got %q queued, want %q", queued, want)
 	}
 }
 
@@ -76,31 +76,35 @@ func TestTerminatingPodObservesExpectation(t *testing.T) {
 	}
 }
 
+// TestDaemonSetStatusUpdatesAreDropped: the native controller rewrites a
+// DaemonSet's status on every pod change of a rollout; only the part a sync
+// reads (desiredNumberScheduled, for nodes whose pod is missing) enqueues it.
 func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 	old := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"))
 	old.Generation = 3
+	old.Status.DesiredNumberScheduled = 5
 	tests := []struct {
 		name   string
 		change func(*appsv1.DaemonSet)
-		want   int
+		want   []string
 	}{
-		{"status only", func(ds *appsv1.DaemonSet) { ds.Status.NumberReady = 7 }, 0},
-		{"spec", func(ds *appsv1.DaemonSet) { ds.Generation = 4 }, 1},
-		{"annotation", func(ds *appsv1.DaemonSet) { ds.Annotations[MaxUnavailableAnnotation] = "2" }, 1},
-		{"rollout status alone, the controller's own write", func(ds *appsv1.DaemonSet) { ds.Annotations[RolloutStatusAnnotation] = "{}" }, 0},
+		{"status only", func(ds *appsv1.DaemonSet) { ds.Status.NumberReady = 7 }, nil},
+		{"nodes to run on", func(ds *appsv1.DaemonSet) { ds.Status.DesiredNumberScheduled = 6 }, []string{testDSKey}},
+		{"spec", func(ds *appsv1.DaemonSet) { ds.Generation = 4 }, []string{testDSKey}},
+		{"annotation", func(ds *appsv1.DaemonSet) { ds.Annotations[MaxUnavailableAnnotation] = "2" }, []string{testDSKey}},
+		{"rollout status alone, the controller's own write", func(ds *appsv1.DaemonSet) { ds.Annotations[RolloutStatusAnnotation] = "{}" }, nil},
 		{"rollout status and another annotation", func(ds *appsv1.DaemonSet) {
 			ds.Annotations[RolloutStatusAnnotation] = "{}"
 			ds.Annotations[PausedAnnotation] = "true"
-		}, 1},
+		}, []string{testDSKey}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			ds := old.DeepCopy()
 			tt.change(ds)
-			f.c.updateDaemonSet(old, ds)
-			if got := f.c.queue.Len(); got != tt.want {
-				t.Errorf("got %d queued, want %d", got, tt.want)
+			if got := f.queuedBy(func() { f.c.updateDaemonSet(old, ds) }); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q queued, want %q", got, tt.want)
 			}
 		})
 	}

@@ -68,12 +68,12 @@ func (c *Controller) podsControlledBy(uid types.UID) []*corev1.Pod {
 	return pods
 }
 
-// runParallel runs the tasks on up to writeParallelism goroutines and returns
+// runParallel runs the tasks on up to WriteParallelism goroutines and returns
 // the errors of those that failed, so that one sync spends the API budget
 // without serialising hundreds of round trips.
 func runParallel(ctx context.Context, tasks []func(context.Context) error) []error {
 	errs := make([]error, len(tasks))
-	workqueue.ParallelizeUntil(ctx, writeParallelism, len(tasks), func(i int) {
+	workqueue.ParallelizeUntil(ctx, WriteParallelism, len(tasks), func(i int) {
 		errs[i] = tasks[i](ctx)
 	})
 	failed := errs[:0]

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
 )
@@ -29,7 +30,7 @@ func TestAgentCutOffFromAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := localcluster.StartProxy(apiserver.Host)
+	proxy, err := harness.StartProxy(apiserver.Host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ const apiServerDowntime = 0
 // test is about its informers and work queue riding out the outage.
 func TestRolloutSurvivesAPIServerRestart(t *testing.T) {
 	e := newEnv(t, faultNodes)
-	c := e.startKillableController("ota-controller", e.cluster.Kubeconfig, "--leader-elect=false")
+	c := e.startKillableController("ota-controller", e.cluster.Kubeconfig)
 	e.createSlowRollingDaemonSet()
 
 	deletions := startDeletionWatch(t, e)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 )
 
@@ -112,14 +113,14 @@ func TestCutOffVersionHalts(t *testing.T) {
 func TestHaltSurvivesControllerRestart(t *testing.T) {
 	const nodes, budget = 6, 2
 	e := brakeEnv(t, nodes, budget, 0, nil)
-	first := e.startKillableController("ota-controller-1", e.cluster.Kubeconfig, "--leader-elect=false", "-v=2")
+	first := e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-1", Verbosity: 2})
 	e.waitRolloutStatus("the first rollout settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
 	e.cutOffNodesRunning(cutOffImage)
 	e.setImage(cutOffImage)
 	halted := e.waitRolloutStatus("the rollout halted", func(s *controller.RolloutStatus) bool { return s.Halted })
 
 	e.kill(first)
-	e.startKillableController("ota-controller-2", e.cluster.Kubeconfig, "--leader-elect=false", "-v=2")
+	e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-2", Verbosity: 2})
 	e.expectStaysHalted(halted.Failed.Nodes, 10*time.Second)
 	if got := len(e.eventsOf(controller.ReasonRolloutHalted)); got != 1 {
 		t.Errorf("got %d %s events after the restart, want still 1", got, controller.ReasonRolloutHalted)

@@ -14,7 +14,7 @@ import (
 // max-unavailable nodes without an available pod.
 func TestRolloutSurvivesControllerKill(t *testing.T) {
 	e := newEnv(t, faultNodes)
-	first := e.startKillableController("ota-controller-1", e.cluster.Kubeconfig, "--leader-elect=false")
+	first := e.startKillableController("ota-controller-1", e.cluster.Kubeconfig)
 	e.createSlowRollingDaemonSet()
 
 	s := startSampler(t, e, faultNodes)
@@ -24,11 +24,11 @@ func TestRolloutSurvivesControllerKill(t *testing.T) {
 	e.kill(first)
 	e.expectMidRollout(faultNodes)
 
-	second := e.startKillableController("ota-controller-2", e.cluster.Kubeconfig, "--leader-elect=false")
+	second := e.startKillableController("ota-controller-2", e.cluster.Kubeconfig)
 	e.waitAllNodes(newImage)
 	t.Logf("rollout done %s after the image change", time.Since(start).Round(time.Millisecond))
 	e.expectWithinBudget(s, faultNodes, faultBudget)
-	if got := e.mustMetric(second, "edgeota_controller_pods_deleted_total"); got < 1 {
+	if got := e.mustMetric(second, podsDeletedMetric); got < 1 {
 		t.Errorf("the restarted controller deleted %g pods, want at least 1: it did not finish the rollout", got)
 	}
 }

@@ -5,17 +5,15 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
-	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/harness"
+	"github.com/edgeota/edgeota/proc"
 )
 
 // controllerProcess is a bin/ota-controller that the scenario may kill:
@@ -23,20 +21,27 @@ import (
 // Its metrics are served on a loopback port of its own, so that each
 // replica's counters can be read apart.
 type controllerProcess struct {
-	*localcluster.Process
+	*proc.Process
 	metricsAddr string // host:port
 	killed      bool
 }
 
-// startKillableController runs bin/ota-controller with the kubeconfig and
-// extra flags, waits until it serves its metrics, and stops it when the test
-// ends unless the test killed it.
+// startKillableController runs bin/ota-controller alone (no leader
+// election) with the kubeconfig and extra flags; see
+// startKillableControllerWith.
 func (e *env) startKillableController(name, kubeconfig string, extra ...string) *controllerProcess {
 	e.t.Helper()
+	return e.startKillableControllerWith(harness.ControllerOptions{Name: name, Kubeconfig: kubeconfig, Flags: extra})
+}
+
+// startKillableControllerWith runs bin/ota-controller as opts say, with its
+// metrics on a free loopback port, waits until it serves them, and stops it
+// when the test ends unless the test killed it.
+func (e *env) startKillableControllerWith(opts harness.ControllerOptions) *controllerProcess {
+	e.t.Helper()
 	c := &controllerProcess{metricsAddr: net.JoinHostPort("127.0.0.1", freePort(e))}
-	argv := append([]string{e.cluster.Tools.Path("ota-controller"), "--kubeconfig", kubeconfig,
-		"--metrics-bind-address", c.metricsAddr, "--health-probe-bind-address", "0"}, extra...)
-	p, err := localcluster.StartProcess(name, filepath.Join(e.logDir, name+".log"), argv...)
+	opts.MetricsAddr = c.metricsAddr
+	p, err := e.h.StartController(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -45,10 +50,10 @@ func (e *env) startKillableController(name, kubeconfig string, extra ...string) 
 		if c.killed {
 			return
 		}
-		if err := c.exited(); err != nil {
-			e.t.Error(err)
+		if err := c.Exited(); err != nil {
+			e.t.Errorf("during the test: %v", err)
 		}
-		if err := p.Stop(); err != nil {
+		if err := e.h.Stop(p); err != nil {
 			e.t.Error(err)
 		}
 	})
@@ -58,32 +63,21 @@ func (e *env) startKillableController(name, kubeconfig string, extra ...string) 
 	return c
 }
 
-// kill sends SIGKILL to the controller's process group, as an OOM kill or a
-// node crash would: no Lease release, no draining of in-flight work.
+// kill kills the controller's process group, as an OOM kill or a node crash
+// would: no Lease release, no draining of in-flight work.
 func (e *env) kill(c *controllerProcess) {
 	e.t.Helper()
-	if err := syscall.Kill(-c.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		e.t.Fatalf("killing %s: %v", c.Name, err)
+	if err := c.Kill(); err != nil {
+		e.t.Fatal(err)
 	}
-	<-c.Done()
 	c.killed = true
 }
 
 // expectAlive fails the test if the controller has exited.
 func (e *env) expectAlive(c *controllerProcess) {
 	e.t.Helper()
-	if err := c.exited(); err != nil {
+	if err := c.Exited(); err != nil {
 		e.t.Fatal(err)
-	}
-}
-
-// exited says how the controller exited, or nil while it runs.
-func (c *controllerProcess) exited() error {
-	select {
-	case <-c.Done():
-		return fmt.Errorf("%s exited during the test: %v; see %s", c.Name, c.Err(), c.LogPath)
-	default:
-		return nil
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
 )
@@ -39,7 +40,7 @@ func TestControllerMayOnlyWriteRolloutStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := e.writeKubeconfig(controllerAccount, "", token)
-	e.startController(kubeconfig, "--leader-elect=true", "--leader-elect-namespace", systemNamespace)
+	e.startControllerWith(harness.ControllerOptions{Kubeconfig: kubeconfig, LeaseNamespace: systemNamespace})
 	e.createDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "1"})
 	e.setImage(newImage)
 	e.waitAllNodes(newImage)

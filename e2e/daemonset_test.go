@@ -19,7 +19,10 @@ import (
 )
 
 // The contract with the controller: a DaemonSet opts in with these
-// annotations and the OnDelete update strategy.
+// annotations and the OnDelete update strategy. The keys are spelled here on
+// purpose rather than imported from package controller: the suite checks the
+// published contract (OpenYurt's keys, as users' manifests spell them), so
+// a renamed constant fails here instead of passing unnoticed.
 const (
 	strategyAnnotation       = "apps.openyurt.io/update-strategy"
 	maxUnavailableAnnotation = "apps.openyurt.io/max-unavailable"

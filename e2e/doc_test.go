@@ -2,7 +2,8 @@
 
 // Package e2e is edgeota's end-to-end suite: Go tests against the embedded
 // local cluster (package localcluster), running the real binaries bin/ota-server
-// and bin/ota-controller as child processes. `make test-e2e` runs it (build tag
+// and bin/ota-controller as child processes, all started through package
+// harness. `make test-e2e` runs it (build tag
 // e2e); each scenario gets a cluster of its own, deleted when it ends, and
 // keeps its logs in .cache/e2e/<test>/. Its nodes heartbeat every 2-3 s
 // (nodeHeartbeat, env_test.go): the controller's proof of life waits one
@@ -36,8 +37,9 @@
 //     offers; the admission policy confining the controller to its rollout
 //     status; a pre-pull request without a reason, as yurthub writes it.
 //
-// Helpers: env_test.go (a cluster per scenario), processes_test.go and
-// controllerprocess_test.go (the binaries), daemonset_test.go,
+// Helpers: env_test.go (a cluster per scenario, through the harness),
+// processes_test.go and controllerprocess_test.go (the binaries, through the
+// harness), daemonset_test.go,
 // slowrollout_test.go, deletionwatch_test.go, agentclient_test.go,
 // wait_test.go.
 package e2e

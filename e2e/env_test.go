@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 )
 
@@ -29,9 +28,11 @@ const testNamespace = "e2e"
 // node status writes a second.
 const nodeHeartbeat = 2 * time.Second
 
-// env is one scenario's world: a fresh cluster and a directory for logs.
+// env is one scenario's world: a fresh cluster and a directory for logs,
+// started and torn down by the harness.
 type env struct {
 	t       *testing.T
+	h       *harness.Harness
 	root    string
 	cluster *localcluster.Cluster
 	logDir  string
@@ -43,56 +44,37 @@ type env struct {
 // binary fails the test: the suite never passes by not running.
 func newEnv(t *testing.T, nodes int) *env {
 	t.Helper()
-	root, err := localcluster.Root()
+	h, err := harness.New(harness.Options{LogDir: filepath.Join(".cache", "e2e", t.Name())})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := localcluster.ToolsIn(root).Check(append(localcluster.ClusterBinaries, "ota-server", "ota-controller")...); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, root: root, logDir: filepath.Join(root, ".cache", "e2e", t.Name()), ns: testNamespace}
-	if err := os.RemoveAll(e.logDir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(e.logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	clusterLog, err := os.Create(filepath.Join(e.logDir, "kwokctl.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = clusterLog.Close() })
+	e := &env{t: t, h: h, root: h.Root, logDir: h.LogDir, ns: testNamespace}
+	t.Cleanup(func() {
+		if t.Failed() && e.cluster != nil {
+			e.keepClusterLogs()
+		}
+		if err := h.Close(); err != nil {
+			t.Errorf("tearing down: %v", err)
+		}
+	})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	e.cluster, err = localcluster.Create(ctx, localcluster.Options{
-		Root: root, Name: clusterName(t), Nodes: nodes, Log: clusterLog, NodeHeartbeat: nodeHeartbeat,
-	})
-	if err != nil {
+	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: clusterName(t), Nodes: nodes, NodeHeartbeat: nodeHeartbeat}); err != nil {
 		t.Fatalf("creating the local cluster: %v", err)
 	}
+	e.cluster = h.Cluster
 	t.Logf("cluster %s with %d nodes up in %s; logs in %s", e.cluster.Name, nodes, time.Since(start).Round(time.Millisecond), e.logDir)
-	t.Cleanup(func() {
-		if t.Failed() {
-			e.keepClusterLogs()
-		}
-		if err := e.cluster.Delete(context.Background()); err != nil {
-			t.Errorf("deleting the cluster: %v", err)
-		}
-	})
 	e.createNamespace(ctx)
 	return e
 }
 
-// clusterName is unique per run, so that concurrent runs (two checkouts'
-// suites, or a suite beside `make run`) never share a cluster.
+// clusterName is the test's name made a valid cluster name, unique per run.
 func clusterName(t *testing.T) string {
-	suffix := make([]byte, 3)
-	_, _ = rand.Read(suffix)
 	name := strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-"))
 	name = strings.TrimPrefix(name, "test")
-	return "e2e" + name[:min(len(name), 30)] + "-" + hex.EncodeToString(suffix)
+	return harness.UniqueClusterName("e2e" + name[:min(len(name), 30)])
 }
 
 // createNamespace creates the test namespace and waits for its default

@@ -9,9 +9,14 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/harness"
 )
 
-// The controller's Lease and timings (cmd/ota-controller/run.go).
+// The controller's Lease and timings (cmd/ota-controller/run.go), and the
+// metrics the suite reads. The names are spelled here on purpose, as an
+// operator's kubectl and Prometheus see them: a black-box check that they
+// stay what deployments and dashboards rely on.
 const (
 	leaseName         = "ota-controller"
 	leaseDuration     = 15 * time.Second
@@ -30,10 +35,9 @@ const (
 // deleted once, no new pod deleted, and max-unavailable holds throughout.
 func TestLeaderElectionHandover(t *testing.T) {
 	e := newEnv(t, faultNodes)
-	elect := []string{"--leader-elect=true", "--leader-elect-namespace", e.ns}
 	leader, standby := e.waitLeader(
-		e.startKillableController("ota-controller-a", e.cluster.Kubeconfig, elect...),
-		e.startKillableController("ota-controller-b", e.cluster.Kubeconfig, elect...))
+		e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-a", LeaseNamespace: e.ns}),
+		e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-b", LeaseNamespace: e.ns}))
 	leaderIdentity := e.leaseHolder(e.ctx())
 	e.createSlowRollingDaemonSet()
 

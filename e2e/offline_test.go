@@ -19,8 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/proc"
 )
 
 // restartableAgent is a bin/ota-server the scenario stops and starts again
@@ -28,8 +30,8 @@ import (
 // unlike startAgent's, its exits are part of the plot, not failures.
 type restartableAgent struct {
 	agent
-	argv []string
-	proc *localcluster.Process
+	opts harness.AgentOptions
+	proc *proc.Process
 	runs int
 }
 
@@ -41,11 +43,10 @@ func (e *env) startRestartableAgent(node, kubeconfig string, extra ...string) *r
 	port := freePort(e)
 	a := &restartableAgent{agent: agent{node: node, addr: net.JoinHostPort("127.0.0.1", port),
 		stateDir: filepath.Join(e.logDir, "state-restartable-"+node)}}
-	a.argv = append([]string{e.cluster.Tools.Path("ota-server"), "--kubeconfig", kubeconfig, "--node-name", node,
-		"--port", port, "--state-dir", a.stateDir}, extra...)
+	a.opts = harness.AgentOptions{Node: node, Kubeconfig: kubeconfig, Port: port, StateDir: a.stateDir, Flags: extra}
 	e.t.Cleanup(func() {
 		if a.proc != nil {
-			if err := a.proc.Stop(); err != nil {
+			if err := e.h.Stop(a.proc); err != nil {
 				e.t.Error(err)
 			}
 		}
@@ -59,19 +60,18 @@ func (e *env) startRestartableAgent(node, kubeconfig string, extra ...string) *r
 func (e *env) restart(a *restartableAgent) {
 	e.t.Helper()
 	if a.proc != nil {
-		if err := a.proc.Stop(); err != nil {
+		if err := e.h.Stop(a.proc); err != nil {
 			e.t.Fatal(err)
 		}
 		a.proc = nil
 	}
 	a.runs++
-	name := fmt.Sprintf("ota-server-%s-run%d", a.node, a.runs)
-	p, err := localcluster.StartProcess(name, filepath.Join(e.logDir, name+".log"), a.argv...)
-	if err != nil {
-		e.t.Fatal(err)
+	a.opts.Name = fmt.Sprintf("ota-server-%s-run%d", a.node, a.runs)
+	started, err := e.h.StartAgent(e.t.Context(), a.opts)
+	if started != nil {
+		a.proc = started.Process
 	}
-	a.proc = p
-	if err := p.WaitReady(e.t.Context(), "http://"+a.addr+"/readyz", waitTimeout); err != nil {
+	if err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -175,7 +175,7 @@ func TestAgentThroughADeadZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := localcluster.StartProxy(apiserver.Host)
+	proxy, err := harness.StartProxy(apiserver.Host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,21 +3,29 @@
 package e2e
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 
-	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/harness"
+	"github.com/edgeota/edgeota/proc"
 )
 
-// startController runs bin/ota-controller with the kubeconfig, stopped when
-// the test ends. extra adds flags.
+// startController runs bin/ota-controller alone (no leader election) with
+// the kubeconfig, stopped when the test ends. extra adds flags.
 func (e *env) startController(kubeconfig string, extra ...string) {
 	e.t.Helper()
-	args := append([]string{e.cluster.Tools.Path("ota-controller"),
-		"--kubeconfig", kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, extra...)
-	e.start("ota-controller", args...)
+	e.startControllerWith(harness.ControllerOptions{Kubeconfig: kubeconfig, Flags: extra})
+}
+
+// startControllerWith runs bin/ota-controller as opts say, stopped when the
+// test ends.
+func (e *env) startControllerWith(opts harness.ControllerOptions) {
+	e.t.Helper()
+	p, err := e.h.StartController(opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.stopAtCleanup(p)
 }
 
 // agent is a running bin/ota-server.
@@ -35,42 +43,46 @@ type agent struct {
 // adds flags (a later flag wins, so extra can name another --state-dir).
 func (e *env) startAgent(node, kubeconfig string, extra ...string) agent {
 	e.t.Helper()
-	port := freePort(e)
-	a := agent{node: node, addr: net.JoinHostPort("127.0.0.1", port), stateDir: filepath.Join(e.logDir, "state-"+node)}
-	args := append([]string{e.cluster.Tools.Path("ota-server"),
-		"--kubeconfig", kubeconfig, "--node-name", node, "--port", port, "--state-dir", a.stateDir}, extra...)
-	p := e.start("ota-server-"+node, args...)
-	if err := p.WaitReady(e.t.Context(), "http://"+a.addr+"/readyz", waitTimeout); err != nil {
+	stateDir := filepath.Join(e.logDir, "state-"+node)
+	a, err := e.h.StartAgent(e.t.Context(), harness.AgentOptions{Node: node, Kubeconfig: kubeconfig, StateDir: stateDir, Flags: extra})
+	if a != nil {
+		e.stopAtCleanup(a.Process)
+	}
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	return a
+	return agent{node: a.Node, addr: a.Addr, stateDir: stateDir}
 }
 
 // start runs a binary logging to the test's log dir and stops it at cleanup,
 // failing the test if it had exited on its own meanwhile.
-func (e *env) start(name string, argv ...string) *localcluster.Process {
+func (e *env) start(name string, argv ...string) *proc.Process {
 	e.t.Helper()
-	p, err := localcluster.StartProcess(name, filepath.Join(e.logDir, name+".log"), argv...)
+	p, err := e.h.Start(name, argv...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.stopAtCleanup(p)
+	return p
+}
+
+// stopAtCleanup stops p when the test ends, failing the test if it had
+// exited on its own meanwhile.
+func (e *env) stopAtCleanup(p *proc.Process) {
 	e.t.Cleanup(func() {
-		select {
-		case <-p.Done():
-			e.t.Errorf("%s exited during the test: %v; see %s", name, p.Err(), p.LogPath)
-		default:
+		if err := p.Exited(); err != nil {
+			e.t.Errorf("during the test: %v", err)
 		}
-		if err := p.Stop(); err != nil {
+		if err := e.h.Stop(p); err != nil {
 			e.t.Error(err)
 		}
 	})
-	return p
 }
 
 // freePort returns a loopback port nothing listens on right now.
 func freePort(e *env) string {
 	e.t.Helper()
-	ports, err := localcluster.FreePorts(1)
+	ports, err := proc.FreePorts(1)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
 )
@@ -59,7 +60,7 @@ func TestDeployRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	controllerKubeconfig := e.writeKubeconfig(controllerAccount, "", controllerToken)
-	e.startController(controllerKubeconfig, "--leader-elect=true", "--leader-elect-namespace", systemNamespace)
+	e.startControllerWith(harness.ControllerOptions{Kubeconfig: controllerKubeconfig, LeaseNamespace: systemNamespace})
 
 	// The agent's token is bound to deploy/'s agent pod on node 2, as the
 	// kubelet would mount it.

@@ -19,7 +19,7 @@ import (
 // scheduler returns, the rollout completes within max-unavailable.
 func TestRestartedControllerHoldsBudgetForUnboundPods(t *testing.T) {
 	e := newEnv(t, faultNodes)
-	first := e.startKillableController("ota-controller-1", e.cluster.Kubeconfig, "--leader-elect=false")
+	first := e.startKillableController("ota-controller-1", e.cluster.Kubeconfig)
 	e.createSlowRollingDaemonSet()
 	s := startSampler(t, e, faultNodes)
 
@@ -45,7 +45,7 @@ func TestRestartedControllerHoldsBudgetForUnboundPods(t *testing.T) {
 	})
 	e.kill(first)
 
-	second := e.startKillableController("ota-controller-2", e.cluster.Kubeconfig, "--leader-elect=false")
+	second := e.startKillableController("ota-controller-2", e.cluster.Kubeconfig)
 	eventually(t, second.Name+" to sync the DaemonSet", func(ctx context.Context) (bool, string, error) {
 		n, err := second.metric(ctx, syncsMetric)
 		return n >= 1, fmt.Sprintf("%g syncs", n), err

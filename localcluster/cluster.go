@@ -8,12 +8,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/edgeota/edgeota/proc"
 )
+
+// Components are the processes kwokctl starts for a cluster, named as in its
+// pids/ directory.
+var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
+
+// ErrNeedsLinux is Create's answer on any other OS: the cluster's binaries,
+// kwokctl's process handling and the checks of its components (/proc) are
+// Linux's.
+var ErrNeedsLinux = errors.New("the local cluster needs Linux (kube-apiserver and friends as local processes, read through /proc)")
 
 // createTimeout bounds kwokctl's wait for a new cluster to be ready: it takes
 // seconds on a laptop, far longer only when something is wrong.
@@ -24,7 +36,8 @@ const createAttempts = 3
 
 // Options describe a local cluster.
 type Options struct {
-	// Root is the checkout root (see Root); the cluster lives in Root/.kwok.
+	// Root is the checkout root; the cluster lives in Root/.kwok and its
+	// binaries in Root/bin.
 	Root string
 	// Name is kwokctl's cluster name; clusters that run at the same time need
 	// different names.
@@ -68,6 +81,9 @@ type Cluster struct {
 // clusters start side by side) is deleted and tried again, up to
 // createAttempts times. On failure it deletes what it started.
 func Create(ctx context.Context, opts Options) (*Cluster, error) {
+	if runtime.GOOS != "linux" {
+		return nil, ErrNeedsLinux
+	}
 	c := newCluster(opts)
 	if err := c.Tools.Check(ClusterBinaries...); err != nil {
 		return nil, err
@@ -144,7 +160,7 @@ func (c *Cluster) create(ctx context.Context) error {
 	if err := writeConfig(config, c.heartbeat); err != nil {
 		return err
 	}
-	ports, err := FreePorts(5)
+	ports, err := proc.FreePorts(5)
 	if err != nil {
 		return err
 	}
@@ -237,7 +253,7 @@ func (c *Cluster) kwokctl(ctx context.Context, args ...string) error {
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, c.Tools.Path("kubectl"),
 		append([]string{"--kubeconfig", c.Kubeconfig, "--cache-dir", c.KubectlCacheDir()}, args...)...)
-	var stderr limitedBuffer
+	var stderr proc.TailBuffer
 	cmd.Stderr = io.MultiWriter(&stderr, c.log)
 	out, err := cmd.Output()
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/edgeota/edgeota/health"
 )
 
 // Node readiness is polled at this interval, within this bound: KWOK reports a
@@ -63,10 +65,8 @@ func (c *Cluster) WaitNodeReady(ctx context.Context, name string, want corev1.Co
 			return false, err
 		}
 		last = ""
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				last = cond.Status
-			}
+		if cond := health.NodeCondition(node, corev1.NodeReady); cond != nil {
+			last = cond.Status
 		}
 		return last == want, nil
 	})

@@ -116,7 +116,11 @@ func tlsPair(t testing.TB, ca *testCA, clientCA *testCA, tokensToo bool, clientC
 			t.Fatal(err)
 		}
 	}
-	server, err := TLSConfig(certFile, keyFile, caFile, tokensToo)
+	clientAuth := tls.RequireAndVerifyClientCert
+	if tokensToo {
+		clientAuth = tls.VerifyClientCertIfGiven
+	}
+	server, err := TLSConfig(certFile, keyFile, caFile, clientAuth)
 	if err != nil {
 		t.Fatalf("TLSConfig: %v", err)
 	}

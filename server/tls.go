@@ -9,10 +9,11 @@ import (
 )
 
 // TLSConfig returns the agent's TLS configuration from its certificate and
-// key. With clientCAFile, client certificates are verified against that CA:
-// required, unless tokensToo, when a caller may present a bearer token
+// key. With clientCAFile, client certificates are verified against that CA,
+// as clientAuth says: tls.RequireAndVerifyClientCert, or
+// tls.VerifyClientCertIfGiven where a caller may present a bearer token
 // instead. It offers h2 as well as HTTP/1.1, so gRPC and REST share the port.
-func TLSConfig(certFile, keyFile, clientCAFile string, tokensToo bool) (*tls.Config, error) {
+func TLSConfig(certFile, keyFile, clientCAFile string, clientAuth tls.ClientAuthType) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("loading the serving certificate: %w", err)
@@ -33,9 +34,9 @@ func TLSConfig(certFile, keyFile, clientCAFile string, tokensToo bool) (*tls.Con
 	if !cfg.ClientCAs.AppendCertsFromPEM(pem) {
 		return nil, errors.New("the client CA file holds no PEM certificate")
 	}
-	cfg.ClientAuth = tls.RequireAndVerifyClientCert
-	if tokensToo {
-		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	if clientAuth != tls.RequireAndVerifyClientCert && clientAuth != tls.VerifyClientCertIfGiven {
+		return nil, fmt.Errorf("client certificates checked as %v: want them verified, required or if given", clientAuth)
 	}
+	cfg.ClientAuth = clientAuth
 	return cfg, nil
 }

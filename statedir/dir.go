@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 const (
@@ -54,9 +53,9 @@ func Open(path string) (*Dir, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("state directory %s is not a directory", abs)
 	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+	if uid, _, ok := fileOwner(info); ok && uid != os.Geteuid() {
 		return nil, fmt.Errorf("state directory %s is owned by uid %d, not by this process's uid %d: "+
-			"chown it (ota-server prepare-state-dir does) or pick another --state-dir", abs, st.Uid, os.Geteuid())
+			"chown it (ota-server prepare-state-dir does) or pick another --state-dir", abs, uid, os.Geteuid())
 	}
 	if info.Mode().Perm() != DirMode {
 		if err := os.Chmod(abs, DirMode); err != nil {
@@ -103,7 +102,7 @@ func Prepare(path string, uid, gid int) error {
 	if !info.IsDir() {
 		return fmt.Errorf("state directory %s is not a directory", path)
 	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+	if owner, group, ok := fileOwner(info); ok && owner == uid && group == gid {
 		return nil
 	}
 	if err := os.Chmod(path, DirMode); err != nil {

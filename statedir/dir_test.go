@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -188,9 +187,9 @@ func TestPrepareCreatesAndHandsOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := info.Sys().(*syscall.Stat_t)
-		if st.Uid != 65532 || st.Gid != 65532 || info.Mode().Perm() != DirMode {
-			t.Errorf("got %d:%d %v, want 65532:65532 %v", st.Uid, st.Gid, info.Mode().Perm(), DirMode)
+		uid, gid, _ := fileOwner(info)
+		if uid != 65532 || gid != 65532 || info.Mode().Perm() != DirMode {
+			t.Errorf("got %d:%d %v, want 65532:65532 %v", uid, gid, info.Mode().Perm(), DirMode)
 		}
 		if _, err := Open(other); err == nil || !strings.Contains(err.Error(), "owned by uid 65532") {
 			t.Errorf("Open as root of 65532's directory: got %v, want a refusal naming the owner", err)

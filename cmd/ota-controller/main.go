@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/command"
 )
 
@@ -38,8 +39,8 @@ func main() {
 	}
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster configuration")
 	fs.IntVar(&opts.workers, "workers", 4, "DaemonSets synced concurrently")
-	fs.Float64Var(&opts.qps, "kube-api-qps", 500, "API requests per second; sized to mark 1,000 pods in seconds (client-go's default of 5 would take minutes)")
-	fs.IntVar(&opts.burst, "kube-api-burst", 1000, "API request burst above --kube-api-qps")
+	fs.Float64Var(&opts.qps, "kube-api-qps", controller.DefaultKubeAPIQPS, "API requests per second; sized to mark 1,000 pods in seconds (client-go's default of 5 would take minutes)")
+	fs.IntVar(&opts.burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "API request burst above --kube-api-qps")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader through a Lease so that only one replica acts")
 	fs.StringVar(&opts.leaseNamespace, "leader-elect-namespace", namespace, "namespace of the Lease \""+leaseName+"\" (default $POD_NAMESPACE, else "+defaultNamespace+")")
 	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")

@@ -142,7 +142,11 @@ func (o options) serving() (server.Authenticator, *tls.Config, error) {
 	if o.tlsCertFile == "" {
 		return auth, nil, nil
 	}
-	cfg, err := server.TLSConfig(o.tlsCertFile, o.tlsKeyFile, o.clientCAFile, o.tokenFile != "")
+	clientAuth := tls.RequireAndVerifyClientCert
+	if auth.Tokens != nil {
+		clientAuth = tls.VerifyClientCertIfGiven // a bearer token may stand in for a certificate
+	}
+	cfg, err := server.TLSConfig(o.tlsCertFile, o.tlsKeyFile, o.clientCAFile, clientAuth)
 	return auth, cfg, err
 }
 

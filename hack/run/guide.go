@@ -5,14 +5,18 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/podcondition"
 )
 
 // printGuide prints what to try, as commands to paste from the checkout root,
 // using the binaries in bin/ and the cluster's own kubeconfig.
 func printGuide(w io.Writer, s *session, examples []example) {
-	kubeconfig, _ := filepath.Rel(s.root, s.cluster.Kubeconfig)
-	cacheDir, _ := filepath.Rel(s.root, s.cluster.KubectlCacheDir())
+	root, cluster := s.h.Root, s.h.Cluster
+	kubeconfig, _ := filepath.Rel(root, cluster.Kubeconfig)
+	cacheDir, _ := filepath.Rel(root, cluster.KubectlCacheDir())
 	kubectl := "bin/kubectl --kubeconfig " + kubeconfig + " --cache-dir " + cacheDir
 	agent := "http://" + s.agentAddr
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
@@ -20,26 +24,26 @@ func printGuide(w io.Writer, s *session, examples []example) {
 	p("")
 	p("edgeota's local cluster is up: %d edge nodes (edge-node-1..%d), ota-controller, and ota-server for %s on %s.",
 		s.nodes, s.nodes, s.agentNode, s.agentAddr)
-	p("From %s:", s.root)
+	p("From %s:", root)
 	p("")
 	p("# The cluster (admin kubeconfig: %s)", kubeconfig)
 	p("  %s get nodes,daemonsets,pods -A -o wide", kubectl)
 	p("")
-	p("# The examples (annotation apps.openyurt.io/update-strategy)")
+	p("# The examples (annotation %s)", controller.StrategyAnnotation)
 	for _, e := range examples {
 		p("  %s/%s: %s, %s=%s; its pod on %s: %s", e.namespace, e.name, e.strategy, e.container, e.image, s.agentNode, e.agentPod)
 	}
 	e := examples[0]
 	for _, x := range examples {
-		if x.strategy == "OTA" {
+		if x.strategy == string(controller.StrategyOTA) {
 			e = x
 			break
 		}
 	}
 	p("")
-	p("# Change an image: every pod gets condition PodNeedUpgrade=True")
+	p("# Change an image: every pod gets condition %s=True", podcondition.NeedUpgrade)
 	p("  %s -n %s set image daemonset/%s %s=nginx:1.19.5", kubectl, e.namespace, e.name, e.container)
-	p("  %s -n %s get pods -o custom-columns='NAME:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[0].image,NEED-UPGRADE:.status.conditions[?(@.type==\"PodNeedUpgrade\")].status'", kubectl, e.namespace)
+	p("  %s -n %s get pods -o custom-columns='NAME:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[0].image,NEED-UPGRADE:.status.conditions[?(@.type==\"%s\")].status'", kubectl, e.namespace, podcondition.NeedUpgrade)
 	p("")
 	p("# The node agent of %s: list its pods, pre-pull, upgrade (REST)", s.agentNode)
 	p("  curl -s %s/pods", agent)
@@ -64,7 +68,10 @@ func printGuide(w io.Writer, s *session, examples []example) {
 	p("  %s label node %s %s-", kubectl, localcluster.NodeName(2), localcluster.CutOffLabel)
 	p("")
 	p("# Logs")
-	p("  .kwok/logs/ota-controller.log  .kwok/logs/ota-server.log  .kwok/clusters/%s/logs/", s.cluster.Name)
+	controllerLog, _ := filepath.Rel(root, s.h.LogPath(harness.ControllerBinary))
+	agentLog, _ := filepath.Rel(root, s.h.LogPath(harness.AgentBinary))
+	clusterLogs, _ := filepath.Rel(root, filepath.Join(cluster.WorkDir(), "logs"))
+	p("  %s  %s  %s/", controllerLog, agentLog, clusterLogs)
 	p("# The agent's state directory (its stored view of the pods, queued actions)")
 	p("  %s/", agentStateDir)
 	p("")

@@ -3,6 +3,10 @@
 // ota-server (for edge-node-1, on 127.0.0.1:10267), applies deploy/examples
 // and prints what to try. Ctrl-C tears everything down; a second run while
 // one is up says so and exits.
+//
+// It is a thin client of package harness, which starts the cluster and the
+// binaries; run.go holds the session, examples.go the examples, guide.go
+// what it prints, output.go how it survives the loss of its output.
 package main
 
 import (
@@ -21,9 +25,12 @@ func main() {
 	flag.IntVar(&opts.agentPort, "agent-port", 10267, "loopback port of the node agent")
 	flag.Parse()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	surviveClosedOutput()
+	// A closed terminal (SIGHUP) tears down too: the cluster's components
+	// run in sessions of their own and would outlive this process.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	if err := run(ctx, opts); err != nil {
+	if err := run(ctx, os.Stdout, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}

@@ -4,25 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/proc"
 )
 
 // clusterName is kwokctl's name for `make run`'s cluster; the end-to-end
 // suite uses other names, so both can run at once.
 const clusterName = "edgeota"
 
+// Where `make run` keeps its state, relative to the checkout root: all in
+// .kwok/, beside the clusters kwokctl keeps there.
+var (
+	workDir    = ".kwok"
+	lockFile   = filepath.Join(workDir, "run.pid")
+	logDir     = filepath.Join(workDir, "logs")
+	kubeconfig = filepath.Join(workDir, "kubeconfig")
+)
+
+// errAlreadyRunning is returned when another `make run` holds the lock.
+var errAlreadyRunning = errors.New("edgeota's local cluster is already running")
+
 // agentStateDir is the agent's --state-dir, relative to the checkout: its
 // stored view of the pods and its queued actions stay inside the checkout.
 const agentStateDir = ".kwok/ota-server-state"
-
-// agentReadyTimeout bounds the wait for the agent's first cache sync.
-const agentReadyTimeout = time.Minute
 
 type options struct {
 	examples  string
@@ -30,52 +41,40 @@ type options struct {
 	agentPort int
 }
 
-// session is one `make run`: what it started, to be stopped in reverse.
+// session is one `make run`: the harness's run, and what the guide shows.
 type session struct {
-	root       string
-	workDir    string
-	cluster    *localcluster.Cluster
-	processes  []*localcluster.Process
-	agentAddr  string
-	agentNode  string
-	nodes      int
-	clusterLog *os.File
+	h         *harness.Harness
+	out       io.Writer
+	agentAddr string
+	agentNode string
+	nodes     int
 }
 
-func run(ctx context.Context, opts options) error {
-	root, err := localcluster.Root()
+// run brings everything up, waits for Ctrl-C (ctx) and tears down. Progress
+// goes to out, which may be a pipe whose reader is gone by the time of the
+// teardown (`make run | tee run.log`, then Ctrl-C): writes to it may fail,
+// the teardown must not.
+func run(ctx context.Context, out io.Writer, opts options) error {
+	h, err := harness.New(harness.Options{LogDir: logDir, Lock: lockFile, Tools: []string{"grpcurl"}})
+	var locked *proc.LockedError
+	if errors.As(err, &locked) {
+		return fmt.Errorf("%w (%v); stop it with Ctrl-C in its terminal, or use the running one", errAlreadyRunning, locked)
+	}
 	if err != nil {
 		return err
 	}
 	s := &session{
-		root:      root,
-		workDir:   filepath.Join(root, ".kwok"),
+		h:         h,
+		out:       out,
 		agentAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.agentPort)),
 		agentNode: localcluster.NodeName(1),
 		nodes:     opts.nodes,
 	}
-	tools := localcluster.ToolsIn(root)
-	if err := tools.Check(append(localcluster.ClusterBinaries, "grpcurl", "ota-server", "ota-controller")...); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.workDir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", s.workDir, err)
-	}
-	l, err := acquireLock(filepath.Join(s.workDir, "run.pid"))
-	if err != nil {
-		return err
-	}
-	defer l.Release()
-
 	upErr := s.up(ctx, opts)
 	if upErr == nil {
 		upErr = s.serve(ctx)
 	}
-	fmt.Println("\nTearing down ...")
-	downErr := s.down()
-	if downErr == nil {
-		fmt.Println("Stopped: the cluster, ota-controller and ota-server are gone.")
-	}
+	downErr := tearDown(out, h)
 	if errors.Is(upErr, context.Canceled) {
 		upErr = nil // Ctrl-C
 	}
@@ -87,89 +86,50 @@ func (s *session) up(ctx context.Context, opts options) error {
 	if err := portFree(s.agentAddr); err != nil {
 		return err
 	}
-	logs := filepath.Join(s.workDir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", logs, err)
-	}
-	clusterLog, err := os.Create(filepath.Join(logs, "kwokctl.log"))
-	if err != nil {
-		return fmt.Errorf("creating the cluster log: %w", err)
-	}
-	s.clusterLog = clusterLog
-	if err := s.removeLeftovers(ctx); err != nil {
-		return err
-	}
-
-	step("Starting the local cluster (%d edge nodes) ...", opts.nodes)
+	s.step("Starting the local cluster (%d edge nodes) ...", opts.nodes)
 	start := time.Now()
-	s.cluster, err = localcluster.Create(ctx, s.clusterOptions())
+	removed, err := s.h.StartCluster(ctx, harness.ClusterOptions{
+		Name: clusterName, Kubeconfig: filepath.Join(s.h.Root, kubeconfig), Nodes: opts.nodes,
+	})
+	if removed {
+		s.step("Removed the cluster left by an earlier run that did not stop cleanly.")
+	}
 	if err != nil {
-		return fmt.Errorf("%w (kwokctl's output: %s)", err, clusterLog.Name())
+		return err
 	}
-	step("Cluster up in %s.", time.Since(start).Round(100*time.Millisecond))
+	s.step("Cluster up in %s.", time.Since(start).Round(100*time.Millisecond))
 
-	tools := s.cluster.Tools
-	step("Starting ota-controller ...")
-	if err := s.start("ota-controller", filepath.Join(logs, "ota-controller.log"), tools.Path("ota-controller"),
-		"--kubeconfig", s.cluster.Kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"); err != nil {
+	s.step("Starting ota-controller ...")
+	if _, err := s.h.StartController(harness.ControllerOptions{}); err != nil {
 		return err
 	}
-	step("Starting ota-server for %s on %s ...", s.agentNode, s.agentAddr)
-	host, port, _ := net.SplitHostPort(s.agentAddr)
-	if err := s.start("ota-server", filepath.Join(logs, "ota-server.log"), tools.Path("ota-server"),
-		"--kubeconfig", s.cluster.Kubeconfig, "--node-name", s.agentNode, "--bind-address", host, "--port", port,
-		"--state-dir", filepath.Join(s.root, agentStateDir)); err != nil {
-		return err
-	}
-	if err := s.processes[len(s.processes)-1].WaitReady(ctx, "http://"+s.agentAddr+"/readyz", agentReadyTimeout); err != nil {
+	s.step("Starting ota-server for %s on %s ...", s.agentNode, s.agentAddr)
+	_, port, _ := net.SplitHostPort(s.agentAddr)
+	if _, err := s.h.StartAgent(ctx, harness.AgentOptions{
+		Node: s.agentNode, Name: harness.AgentBinary, Port: port, StateDir: filepath.Join(s.h.Root, agentStateDir),
+	}); err != nil {
 		return err
 	}
 
-	step("Applying %s ...", opts.examples)
+	s.step("Applying %s ...", opts.examples)
 	dir := opts.examples
 	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(s.root, dir)
+		dir = filepath.Join(s.h.Root, dir)
 	}
-	examples, err := applyExamples(ctx, s.cluster, dir, s.agentNode)
+	examples, err := applyExamples(ctx, s.h.Cluster, dir, s.agentNode)
 	if err != nil {
 		return err
 	}
-	printGuide(os.Stdout, s, examples)
-	return nil
-}
-
-// removeLeftovers deletes a cluster left by a run that died without tearing
-// down (killed, machine crash): holding the lock proves no run owns it.
-func (s *session) removeLeftovers(ctx context.Context) error {
-	removed, err := localcluster.RemoveLeftover(ctx, s.clusterOptions())
-	if removed {
-		step("Removed the cluster left by an earlier run that did not stop cleanly.")
-	}
-	return err
-}
-
-func (s *session) clusterOptions() localcluster.Options {
-	return localcluster.Options{
-		Root: s.root, Name: clusterName, Kubeconfig: filepath.Join(s.workDir, "kubeconfig"),
-		Nodes: s.nodes, Log: s.clusterLog,
-	}
-}
-
-func (s *session) start(name, logPath string, argv ...string) error {
-	p, err := localcluster.StartProcess(name, logPath, argv...)
-	if err != nil {
-		return err
-	}
-	s.processes = append(s.processes, p)
+	printGuide(s.out, s, examples)
 	return nil
 }
 
 // serve waits for Ctrl-C, or for a child to exit, which ends the session too:
 // a guide whose commands no longer work is worse than none.
 func (s *session) serve(ctx context.Context) error {
-	exited := make(chan *localcluster.Process, len(s.processes))
-	for _, p := range s.processes {
+	processes := s.h.Processes()
+	exited := make(chan *proc.Process, len(processes))
+	for _, p := range processes {
 		go func() {
 			<-p.Done()
 			exited <- p
@@ -179,23 +139,8 @@ func (s *session) serve(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case p := <-exited:
-		return fmt.Errorf("%s exited unexpectedly (%v); its log: %s", p.Name, p.Err(), p.LogPath)
+		return fmt.Errorf("unexpectedly: %w", p.Exited())
 	}
-}
-
-// down stops the processes, newest first, then deletes the cluster.
-func (s *session) down() error {
-	var errs []error
-	for i := len(s.processes) - 1; i >= 0; i-- {
-		errs = append(errs, s.processes[i].Stop())
-	}
-	if s.cluster != nil {
-		errs = append(errs, s.cluster.Delete(context.Background()))
-	}
-	if s.clusterLog != nil {
-		errs = append(errs, s.clusterLog.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // portFree fails, saying what to do, if something already listens on addr:
@@ -208,6 +153,23 @@ func portFree(addr string) error {
 	return l.Close()
 }
 
-func step(format string, args ...any) {
-	fmt.Printf("==> "+format+"\n", args...)
+// tearDown closes the run, saying so on out.
+func tearDown(out io.Writer, run io.Closer) error {
+	step(out, "Tearing down ...")
+	if err := run.Close(); err != nil {
+		return err
+	}
+	step(out, "Stopped: the cluster, ota-controller and ota-server are gone.")
+	return nil
+}
+
+// step reports progress on s.out.
+func (s *session) step(format string, args ...any) {
+	step(s.out, format, args...)
+}
+
+// step reports progress. A failed write is ignored: the output is for the
+// user, and a user who closed it still wants the teardown done.
+func step(out io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(out, "==> "+format+"\n", args...)
 }

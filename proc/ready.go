@@ -1,4 +1,4 @@
-package localcluster
+package proc
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 // probeClient bounds each readiness probe.
 var probeClient = &http.Client{Timeout: 5 * time.Second}
 
+// probeInterval is how often a readiness probe is tried.
+const probeInterval = 200 * time.Millisecond
+
 // WaitReady waits until GET url (a readiness probe such as ota-server's
 // /readyz) answers 200 OK, within timeout. It fails at once if the process
 // exits meanwhile (e.g. its port was taken), pointing at its log.
@@ -25,7 +28,7 @@ func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Durati
 // body when accept is nil), e.g. metrics that show a cache has synced.
 func (p *Process) WaitServing(ctx context.Context, url string, timeout time.Duration, accept func(body []byte) bool) error {
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, probeInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.Done():
 			return false, fmt.Errorf("%s exited: %w; see %s", p.Name, p.Err(), p.LogPath)

@@ -1,26 +1,14 @@
-package localcluster
+package proc
 
 import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// startSleeper runs a child that outlives the test unless stopped.
-func startSleeper(t *testing.T) *Process {
-	t.Helper()
-	p, err := StartProcess("sleeper", filepath.Join(t.TempDir(), "sleeper.log"), "sleep", "60")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Stop() })
-	return p
-}
 
 func TestWaitServingWaitsForAcceptedContent(t *testing.T) {
 	var calls atomic.Int32
@@ -57,11 +45,8 @@ func TestWaitServingNamesTheLastAnswer(t *testing.T) {
 }
 
 func TestWaitReadyFailsWhenTheProcessExits(t *testing.T) {
-	p, err := StartProcess("quitter", filepath.Join(t.TempDir(), "quitter.log"), "true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = p.WaitReady(context.Background(), "http://127.0.0.1:1/readyz", 30*time.Second)
+	p := startHelper(t, "quitter", helperExit)
+	err := p.WaitReady(context.Background(), "http://127.0.0.1:1/readyz", 30*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "quitter exited") {
 		t.Errorf("got %v, want an error saying the process exited", err)
 	}

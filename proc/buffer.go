@@ -1,4 +1,4 @@
-package localcluster
+package proc
 
 import "bytes"
 
@@ -6,11 +6,12 @@ import "bytes"
 // error message.
 const maxErrorOutput = 4096
 
-// limitedBuffer keeps the last maxErrorOutput bytes written to it.
-type limitedBuffer struct{ bytes.Buffer }
+// TailBuffer keeps the last maxErrorOutput bytes written to it: a command's
+// standard error, bounded for an error message.
+type TailBuffer struct{ bytes.Buffer }
 
 // Write never fails; it drops the oldest bytes beyond the bound.
-func (b *limitedBuffer) Write(p []byte) (int, error) {
+func (b *TailBuffer) Write(p []byte) (int, error) {
 	n, _ := b.Buffer.Write(p)
 	if over := b.Len() - maxErrorOutput; over > 0 {
 		b.Next(over)

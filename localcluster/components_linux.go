@@ -3,7 +3,6 @@ package localcluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,10 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 )
-
-// Components are the processes kwokctl starts for a cluster, named as in its
-// pids/ directory.
-var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
 
 // componentsTimeout bounds the wait for every component to listen: kwokctl
 // only waits for the API server, and a component that failed to start (its
@@ -74,21 +69,4 @@ func pidAlive(pid int) error {
 		return fmt.Errorf("process %d has exited", pid)
 	}
 	return nil
-}
-
-// FreePorts returns n distinct loopback ports that are free right now, chosen
-// by the kernel, for the cluster's components and for the binaries tests and
-// benchmarks start beside it.
-func FreePorts(n int) ([]string, error) {
-	ports := make([]string, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		_, port, _ := net.SplitHostPort(l.Addr().String())
-		ports = append(ports, port)
-		defer l.Close()
-	}
-	return ports, nil
 }

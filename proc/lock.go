@@ -1,4 +1,4 @@
-package localcluster
+package proc
 
 import (
 	"bytes"
@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"syscall"
 )
 
-// Lock is an exclusive flock on a file that also records the holder's PID,
+// Lock is an exclusive lock on a file that also records the holder's PID,
 // so that one checkout runs one `make run` or one `make bench` at a time. The
 // kernel releases it when the holder dies, however it dies, so a crashed run
 // never blocks the next one.
@@ -36,10 +35,10 @@ func AcquireLock(path string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
+	if err := lockFile(f); err != nil {
 		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errLocked) {
+			holder, _ := os.ReadFile(path)
 			return nil, &LockedError{Path: path, Holder: string(bytes.TrimSpace(holder))}
 		}
 		return nil, fmt.Errorf("locking %s: %w", path, err)
@@ -55,8 +54,15 @@ func AcquireLock(path string) (*Lock, error) {
 	return &Lock{file: f}, nil
 }
 
-// Release removes the lock file and unlocks it.
+// errLocked is lockFile's answer when another process holds the lock.
+var errLocked = errors.New("locked by another process")
+
+// Release empties the lock file and unlocks it. The file stays: removing it
+// would race with a process that opened it just before and locks it just
+// after, holding a lock on a file nobody else sees while a third process
+// creates and locks a new one. Its content means something only while it is
+// locked.
 func (l *Lock) Release() {
-	_ = os.Remove(l.file.Name())
-	_ = l.file.Close()
+	_ = l.file.Truncate(0)
+	_ = l.file.Close() // closing the last descriptor releases the lock
 }
