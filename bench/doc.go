@@ -25,7 +25,10 @@
 //     that starts either.
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
 //   - rollout.go, cutoff.go, marking.go, nodeapi.go, upgrade.go,
-//     persistence.go: one scenario each, with its targets and its table.
+//     persistence.go, watchers.go: one scenario each, with its targets and
+//     its table.
+//   - waves.go: the nodes' heartbeat interval, and a rollout's pod and node
+//     events replayed into heartbeat waits and budget-to-deletion latencies.
 //   - ceiling.go: the node API's ceiling server (this binary, sub-command).
 //   - workload.go: DaemonSets, namespaces, image changes, pod readiness.
 //   - watch.go: informer-backed views a scenario waits on while it samples.

@@ -28,3 +28,26 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 		t.Errorf("CPU target at 100 nodes: got %q, want it scaled to 0.20 s", got.target)
 	}
 }
+
+func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testing.T) {
+	p := params{nodes: 100}
+	hb := func(wall, wait time.Duration, free ...time.Duration) rollout {
+		return rollout{wall: wall, waves: waveFigures{heartbeatWait: wait, waves: 10, freeToDelete: free}}
+	}
+	f := rolloutFigures{
+		ota:    []rollout{hb(22*time.Second, 20*time.Second, 10*time.Millisecond), hb(23*time.Second, 20*time.Second, 150*time.Millisecond)},
+		native: []rollout{{wall: 2 * time.Second}, {wall: 2 * time.Second}},
+	}
+	tb := rolloutTable(p, f)
+	// 2 s and 3 s against 2 s: pair ratios 1 and 1.5, median 1.25.
+	if got := rowNamed(t, tb, "wall time without"); got.ratio != "1.25×" || got.met != "**missed**" {
+		t.Errorf("without heartbeats: got %+v, want 1.25×, missed", got)
+	}
+	// 1.05 × 2 s + 10 waves × 3 s = 32.1 s allows 22.5 s.
+	if got := rowNamed(t, tb, "wall time until"); got.met != "met" || got.target != "≤ 32.10 s (1.05× native + 10 waves × 3s)" {
+		t.Errorf("wall time: got %+v, want met against 32.10 s", got)
+	}
+	if got := rowNamed(t, tb, "budget freed"); got.edgeota != "10.00 ms / 150.00 ms" || got.met != "**missed**" {
+		t.Errorf("budget freed: got %+v, want p50 10 ms, p99 150 ms, missed", got)
+	}
+}

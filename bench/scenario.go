@@ -36,6 +36,7 @@ var scenarios = []scenario{
 	nodeAPIScenario,
 	upgradeScenario,
 	persistenceScenario,
+	watchersScenario,
 }
 
 // findings carry figures from one scenario to a later one that compares with

@@ -48,7 +48,7 @@ func newSession(ctx context.Context, p params) (*session, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
-	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes}); err != nil {
+	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes, NodeHeartbeat: nodeHeartbeat}); err != nil {
 		return nil, errors.Join(err, h.Close())
 	}
 	return &session{p: p, h: h, root: h.Root, logDir: h.LogDir, cluster: h.Cluster}, nil

@@ -28,6 +28,9 @@ type view[T any] struct {
 	items   map[string]T
 	changed chan struct{}
 	stop    context.CancelFunc
+	// observer, when set, sees every added or updated item as it arrives,
+	// in the informer's order (by resourceVersion), under mu.
+	observer func(now time.Time, item T)
 }
 
 // watchPods mirrors the pods of namespace ns matching selector.
@@ -59,6 +62,9 @@ func newView[T any](ctx context.Context, factory informers.SharedInformerFactory
 		}
 		v.mu.Lock()
 		v.items[key] = obj.(T)
+		if v.observer != nil {
+			v.observer(time.Now(), obj.(T))
+		}
 		v.mu.Unlock()
 		v.notify()
 	}
@@ -93,6 +99,14 @@ func (v *view[T]) notify() {
 	case v.changed <- struct{}{}:
 	default:
 	}
+}
+
+// observe calls f with every item added or updated from now on, until
+// observe(nil); f must not block.
+func (v *view[T]) observe(f func(now time.Time, item T)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.observer = f
 }
 
 // close stops the informer.

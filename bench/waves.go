@@ -1,0 +1,180 @@
+package main
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// nodeHeartbeat is how often the bench cluster's nodes report their status
+// (every 2 to 3 s; localcluster.Options.NodeHeartbeat). ota-controller's
+// failure brake keeps a node in flight until one heartbeat after its new pod
+// settles, so the rollout scenario pays up to one heartbeat per wave where
+// the native controller pays none. 2 s is the e2e suite's interval: short
+// enough that the waits do not swamp the rollout, long enough that 1000 nodes
+// (400–500 status writes/s) leave the 2 cores to the controllers being
+// measured. Both controllers run on the same cluster, so the comparison
+// stays fair.
+const nodeHeartbeat = 2 * time.Second
+
+// heartbeatPeriod is the longest time between two heartbeats of a node.
+const heartbeatPeriod = 3 * nodeHeartbeat / 2
+
+// flightKind is what a flightEvent says happened to a node.
+type flightKind int
+
+const (
+	// podDeleted: the node's old pod was seen terminating; the node is in
+	// flight.
+	podDeleted flightKind = iota
+	// podSettled: the node's new pod was seen Ready.
+	podSettled
+	// heartbeatSeen: the node reported its status; at is when the bench saw
+	// it, sent when the node says it sent it.
+	heartbeatSeen
+)
+
+// flightEvent is one event of a rollout, as the bench's watches saw it, in
+// the order they saw it.
+type flightEvent struct {
+	at   time.Time
+	node string
+	kind flightKind
+	// sent is, for podSettled, when the pod's containers turned ready (its
+	// ContainersReady condition's lastTransitionTime) and, for
+	// heartbeatSeen, the node's lastHeartbeatTime: a heartbeat proves the
+	// pod's node alive only if sent after the pod settled (the
+	// controller's rule, controller/proofoflife.go).
+	sent time.Time
+}
+
+// waveFigures are what the flight events of one rollout say about its pacing.
+type waveFigures struct {
+	// freeToDelete are, in order, for each event that freed budget and was followed
+	// by a deletion, the time until that next deletion. The image change
+	// counts as the first freeing event.
+	freeToDelete []time.Duration
+	// heartbeatWait is how long the rollout had nodes in flight that all
+	// waited only for a heartbeat: no pod being replaced, budget held by
+	// nodes whose new pod had settled.
+	heartbeatWait time.Duration
+	// waves counts the deletions that followed a freeing event: the
+	// batches the controller deleted in.
+	waves int
+}
+
+// analyzeWaves replays a rollout's flight events from its start (the image
+// change). A node enters flight when its old pod is deleted and leaves it
+// when its new pod settles or, when proofOfLife is set (ota-controller's
+// brake), at the first heartbeat sent after that; a node leaving flight
+// frees budget. events must be in the order they were seen.
+func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveFigures {
+	var f waveFigures
+	// Per node in flight: whether its new pod has settled, and when it
+	// turned Ready.
+	type flight struct {
+		settled bool
+		sent    time.Time
+	}
+	inFlight := map[string]*flight{}
+	replacing := 0 // nodes in flight whose new pod has not settled
+	freed, pending := start, true
+	last := start
+	for _, e := range events {
+		if replacing == 0 && len(inFlight) > 0 && e.at.After(last) {
+			f.heartbeatWait += e.at.Sub(last)
+		}
+		last = e.at
+		fl := inFlight[e.node]
+		switch e.kind {
+		case podDeleted:
+			// A deletion takes budget; the first after a freeing event
+			// is the controller's answer to it.
+			if fl != nil {
+				continue
+			}
+			inFlight[e.node] = &flight{}
+			replacing++
+			if pending {
+				f.freeToDelete = append(f.freeToDelete, e.at.Sub(freed))
+				f.waves++
+				pending = false
+			}
+		case podSettled:
+			// The new pod is Ready: without proof of life the node is
+			// done; with it, it waits for a heartbeat.
+			if fl == nil || fl.settled {
+				continue
+			}
+			fl.settled, fl.sent = true, e.sent
+			replacing--
+			if !proofOfLife {
+				delete(inFlight, e.node)
+				if !pending {
+					freed, pending = e.at, true
+				}
+			}
+		case heartbeatSeen:
+			// A heartbeat sent after the pod settled ends the flight.
+			if !proofOfLife || fl == nil || !fl.settled || !e.sent.After(fl.sent) {
+				continue
+			}
+			delete(inFlight, e.node)
+			if !pending {
+				freed, pending = e.at, true
+			}
+		}
+	}
+	return f
+}
+
+// flightRecorder turns the rollout's pod and node watch events into flight
+// events for the nodes rolling to img.
+type flightRecorder struct {
+	img string
+	// mu orders the events of the two watches as they arrive.
+	mu     sync.Mutex
+	events []flightEvent
+	// deleted and settled remember the pods already reported, so that
+	// each pod yields one event of each kind.
+	deleted, settled map[string]bool
+	heartbeat        map[string]time.Time
+}
+
+func newFlightRecorder(img string) *flightRecorder {
+	return &flightRecorder{img: img, deleted: map[string]bool{}, settled: map[string]bool{}, heartbeat: map[string]time.Time{}}
+}
+
+// pod records an old pod's deletion and a new pod's Ready.
+func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	node, current := p.Spec.NodeName, p.Spec.Containers[0].Image == r.img
+	switch {
+	case p.DeletionTimestamp != nil && !current && !r.deleted[p.Name]:
+		r.deleted[p.Name] = true
+		r.events = append(r.events, flightEvent{at: at, node: node, kind: podDeleted})
+	case p.DeletionTimestamp == nil && current && isReady(p) && !r.settled[p.Name]:
+		r.settled[p.Name] = true
+		var sent time.Time
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.ContainersReady {
+				sent = c.LastTransitionTime.Time
+			}
+		}
+		r.events = append(r.events, flightEvent{at: at, node: node, kind: podSettled, sent: sent})
+	}
+}
+
+// node records a heartbeat: a newer lastHeartbeatTime of the Ready condition.
+func (r *flightRecorder) node(at time.Time, n *corev1.Node) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.LastHeartbeatTime.After(r.heartbeat[n.Name]) {
+			r.heartbeat[n.Name] = c.LastHeartbeatTime.Time
+			r.events = append(r.events, flightEvent{at: at, node: n.Name, kind: heartbeatSeen, sent: c.LastHeartbeatTime.Time})
+		}
+	}
+}
