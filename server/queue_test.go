@@ -44,14 +44,23 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 // link is the fake API server's reachability for the agent's live calls (the
 // cache keeps what it has): cut, every get, delete and patch of a pod fails
-// as a dead link does.
-type link struct{ cut atomic.Bool }
+// as a dead link does; with a refusal set, every delete that gets through is
+// refused with it. Both are atomics because the agent's queue calls the fake
+// from its own goroutine, and the fake's reactor chain must not change while
+// it runs.
+type link struct {
+	cut    atomic.Bool
+	refuse atomic.Pointer[error]
+}
 
 func (l *link) install(f *fixture) {
 	for _, verb := range []string{"get", "delete", "patch"} {
-		f.client.PrependReactor(verb, "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		f.client.PrependReactor(verb, "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			if l.cut.Load() {
 				return true, nil, errors.New(`Get "https://10.0.0.1:6443/api/v1/namespaces/default/pods/p": dial tcp 10.0.0.1:6443: i/o timeout`)
+			}
+			if err := l.refuse.Load(); err != nil && a.GetVerb() == "delete" {
+				return true, nil, *err
 			}
 			return false, nil, nil
 		})
@@ -297,15 +306,15 @@ func (f *fixture) deletePod(name string) {
 func TestQueuedUpgradeIsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change func(*fixture)
+		change func(*fixture, *link)
 		want   string
 	}{
-		{"target moved", func(f *fixture) {
+		{"target moved", func(f *fixture, _ *link) {
 			f.setCondition("p", corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionTrue,
 				Message: podcondition.RevisionMessage("9f9f9f9f9")})
 		}, "moved from " + testHash + " to 9f9f9f9f9 since the upgrade was queued"},
-		{"pod gone", func(f *fixture) { f.deletePod("p") }, "pod default/p is gone"},
-		{"pod replaced", func(f *fixture) {
+		{"pod gone", func(f *fixture, _ *link) { f.deletePod("p") }, "pod default/p is gone"},
+		{"pod replaced", func(f *fixture, _ *link) {
 			f.deletePod("p")
 			again := dsPod("p")
 			again.UID = "uid-p-2"
@@ -313,8 +322,9 @@ func TestQueuedUpgradeIsRefused(t *testing.T) {
 				f.t.Fatal(err)
 			}
 		}, "was replaced since the upgrade was queued"},
-		{"refused by the API server", func(f *fixture) {
-			failing("delete", apierrors.NewForbidden(podsResource, "p", errors.New("denied by node-scope policy")))(f)
+		{"refused by the API server", func(_ *fixture, l *link) {
+			var err error = apierrors.NewForbidden(podsResource, "p", errors.New("denied by node-scope policy"))
+			l.refuse.Store(&err)
 		}, "denied by node-scope policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -322,7 +332,7 @@ func TestQueuedUpgradeIsRefused(t *testing.T) {
 			if resp := f.do(http.MethodPost, queuedUpgradePath, ""); resp.status != http.StatusAccepted {
 				t.Fatalf("got %d %q, want 202", resp.status, resp.body)
 			}
-			tc.change(f)
+			tc.change(f, l)
 			l.cut.Store(false)
 			o := f.outcome(ActionUpgrade)
 			if o.GetResult() != edgeotav1.ActionResult_ACTION_RESULT_REFUSED || !strings.Contains(o.GetMessage(), tc.want) {
