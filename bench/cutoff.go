@@ -17,8 +17,8 @@ import (
 // cutoffScenario: 20% of the nodes cut off (Ready=Unknown) before the image
 // change; the Ready nodes' rollout is compared with the rollout scenario's
 // all-Ready one, then the cut nodes come back at once and each one's upgrade
-// is timed from its return.
-var cutoffScenario = scenario{name: "cutoff", needs: []string{rolloutScenario.name}, run: runCutOff}
+// is timed from its return. It heartbeats as the rollout it compares with.
+var cutoffScenario = scenario{name: "cutoff", needs: []string{rolloutScenario.name}, nodeHeartbeat: rolloutScenario.nodeHeartbeat, run: runCutOff}
 
 // Its targets: the Ready 80% done in about 80% of the all-Ready time (the
 // budget still counts all N), and a returning node's old pod deleted within

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/harness"
 )
 
 // persistenceScenario: the agent with its state directory beside one
@@ -84,7 +85,7 @@ func benchPersistence(ctx context.Context, s *session) (persistenceFigures, erro
 // GET /pods at it. The agent with a state directory is left running.
 func measurePersistence(ctx context.Context, s *session, name, stateDir string) (persistenceRun, *child, error) {
 	var r persistenceRun
-	agent, err := s.startAgent(ctx, name, "--state-dir", stateDir, "-v=2")
+	agent, err := s.startAgent(ctx, harness.AgentOptions{Name: name, StateDir: stateDir, Stateless: stateDir == "", Flags: []string{"-v=2"}})
 	if err != nil {
 		return r, nil, err
 	}

@@ -14,8 +14,10 @@ import (
 
 // rolloutScenario: a DaemonSet image change on N nodes with 10% unavailability
 // allowed, ota-controller's AdvancedRollingUpdate against the native
-// controller's RollingUpdate, in alternating pairs.
-var rolloutScenario = scenario{name: "rollout", run: runRollout}
+// controller's RollingUpdate, in alternating pairs, with the nodes
+// heartbeating every nodeHeartbeat (the failure brake waits for one after
+// each new pod settles).
+var rolloutScenario = scenario{name: "rollout", nodeHeartbeat: nodeHeartbeat, run: runRollout}
 
 // Its targets: as fast as the native controller within noise once the
 // heartbeats the failure brake waits for are taken out (and at most one
@@ -97,7 +99,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 			return f, err
 		}
 		progress("rollout pair %d: ota-controller %s (%s waiting for heartbeats, %d waves), native %s",
-			i, a.wall, a.waves.heartbeatWait.Round(time.Millisecond), a.waves.waves, b.wall)
+			i, a.wall, a.waves.heartbeatWait.Round(time.Millisecond), a.waves.waves(s.p.budget()), b.wall)
 		f.ota, f.native = append(f.ota, a), append(f.native, b)
 	}
 	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
@@ -188,7 +190,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 	withoutHeartbeats := pick(f.ota, func(r rollout) time.Duration { return r.wall - r.waves.heartbeatWait })
 	rNoHB := measure.Median(measure.PairRatios(withoutHeartbeats, native))
 	hbWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.heartbeatWait }))
-	waves := measure.Median(pick(f.ota, func(r rollout) int { return r.waves.waves }))
+	waves := measure.Median(pick(f.ota, func(r rollout) int { return r.waves.waves(p.budget()) }))
 	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*heartbeatPeriod
 	otaFree, nativeFree := freeToDelete(f.ota), freeToDelete(f.native)
 	otaP99 := measure.Percentile(otaFree, 0.99)
@@ -216,7 +218,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			fmt.Sprintf("nodes heartbeat every %s–%s (the failure brake's proof of life waits for one after each new pod settles); "+
-				"heartbeat wait: time with nodes in flight that all had their new pod Ready; a wave: the deletions after a node leaves flight", nodeHeartbeat, heartbeatPeriod),
+				"heartbeat wait: time with nodes in flight that all had their new pod Ready; waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", nodeHeartbeat, heartbeatPeriod),
 		},
 	}
 }

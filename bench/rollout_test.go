@@ -32,7 +32,7 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testing.T) {
 	p := params{nodes: 100}
 	hb := func(wall, wait time.Duration, free ...time.Duration) rollout {
-		return rollout{wall: wall, waves: waveFigures{heartbeatWait: wait, waves: 10, freeToDelete: free}}
+		return rollout{wall: wall, waves: waveFigures{heartbeatWait: wait, replaced: 100, freeToDelete: free}}
 	}
 	f := rolloutFigures{
 		ota:    []rollout{hb(22*time.Second, 20*time.Second, 10*time.Millisecond), hb(23*time.Second, 20*time.Second, 150*time.Millisecond)},
@@ -43,6 +43,7 @@ func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testi
 	if got := rowNamed(t, tb, "wall time without"); got.ratio != "1.25×" || got.met != "**missed**" {
 		t.Errorf("without heartbeats: got %+v, want 1.25×, missed", got)
 	}
+	// 100 nodes replaced with a budget of 10 are 10 waves:
 	// 1.05 × 2 s + 10 waves × 3 s = 32.1 s allows 22.5 s.
 	if got := rowNamed(t, tb, "wall time until"); got.met != "met" || got.target != "≤ 32.10 s (1.05× native + 10 waves × 3s)" {
 		t.Errorf("wall time: got %+v, want met against 32.10 s", got)

@@ -34,7 +34,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	progress("creating a cluster of %d KWOK nodes", p.nodes)
-	s, err := newSession(ctx, p)
+	s, err := newSession(ctx, p, selected[0].nodeHeartbeat)
 	if err != nil {
 		return err
 	}
@@ -52,6 +52,9 @@ func run(ctx context.Context) (err error) {
 	var found findings
 	for i, sc := range selected {
 		progress("%d. %s", i+1, sc.name)
+		if err := s.setNodeHeartbeat(ctx, sc.nodeHeartbeat); err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
 		t, err := sc.run(ctx, s, &found)
 		if err != nil {
 			return fmt.Errorf("scenario %s: %w", sc.name, err)

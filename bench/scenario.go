@@ -22,13 +22,19 @@ type scenario struct {
 	// needs names scenarios whose figures this one compares with (see
 	// findings); they run before it even when BENCH_SCENARIOS leaves them out.
 	needs []string
+	// nodeHeartbeat is how often the nodes heartbeat while it runs; zero
+	// means the cluster's default, every 10-15 s as a kubelet. Only a
+	// scenario that waits for heartbeats shortens it: 500 nodes' status
+	// writes every 2 s load the API server the other scenarios measure.
+	nodeHeartbeat time.Duration
 	// run measures and returns the scenario's table. It may read the
 	// findings of the scenarios it needs and write its own for later ones.
 	run func(ctx context.Context, s *session, found *findings) (table, error)
 }
 
 // scenarios are every scenario, in the order they run: a scenario runs
-// after those it needs.
+// after those it needs, and those with the same nodeHeartbeat run together
+// (changing it restarts kwok-controller: see session.setNodeHeartbeat).
 var scenarios = []scenario{
 	rolloutScenario,
 	cutoffScenario,

@@ -83,3 +83,17 @@ func TestLoadParamsRefusesTooFewNodes(t *testing.T) {
 		t.Errorf("got %v, want an error naming BENCH_NODES", err)
 	}
 }
+
+// TestScenariosChangeTheNodeHeartbeatAtMostOnce: changing the interval
+// restarts kwok-controller, so the scenarios run grouped by it.
+func TestScenariosChangeTheNodeHeartbeatAtMostOnce(t *testing.T) {
+	changes := 0
+	for i := 1; i < len(scenarios); i++ {
+		if scenarios[i].nodeHeartbeat != scenarios[i-1].nodeHeartbeat {
+			changes++
+		}
+	}
+	if changes > 1 {
+		t.Errorf("got %d changes of the node heartbeat along %q, want at most 1", changes, scenarioNames(scenarios))
+	}
+}

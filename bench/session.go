@@ -30,14 +30,17 @@ type session struct {
 	cluster *localcluster.Cluster
 	// agent is the ota-server of agentNode once a scenario has asked for it.
 	agent *child
+	// heartbeat is how often the nodes heartbeat now (0: the default).
+	heartbeat time.Duration
 }
 
-// newSession creates a cluster of p.nodes KWOK nodes under a name of its
-// own, so that a bench never shares a cluster with `make run` or the tests.
+// newSession creates a cluster of p.nodes KWOK nodes heartbeating every
+// heartbeat (0: the default) under a name of its own, so that a bench never
+// shares a cluster with `make run` or the tests.
 // Its lock keeps other benchmarks out of this checkout until close: two at
 // once on a shared machine would each measure the other, and share
 // .cache/bench.
-func newSession(ctx context.Context, p params) (*session, error) {
+func newSession(ctx context.Context, p params, heartbeat time.Duration) (*session, error) {
 	h, err := harness.New(harness.Options{LogDir: filepath.Join(".cache", "bench"), Lock: filepath.Join(".cache", "bench.lock")})
 	var locked *proc.LockedError
 	if errors.As(err, &locked) {
@@ -48,10 +51,28 @@ func newSession(ctx context.Context, p params) (*session, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
-	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes, NodeHeartbeat: nodeHeartbeat}); err != nil {
+	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes, NodeHeartbeat: heartbeat}); err != nil {
 		return nil, errors.Join(err, h.Close())
 	}
-	return &session{p: p, h: h, root: h.Root, logDir: h.LogDir, cluster: h.Cluster}, nil
+	return &session{p: p, h: h, root: h.Root, logDir: h.LogDir, cluster: h.Cluster, heartbeat: heartbeat}, nil
+}
+
+// setNodeHeartbeat makes the nodes heartbeat every heartbeat (0: the
+// default) for the next scenario. When that changes it, kwok-controller
+// restarts with the new interval and every node heartbeats once (seconds,
+// up to 15 s to go back to the default), which is why the scenarios run
+// grouped by interval; the alternative, a cluster per interval, costs a
+// minute or more of node creation at 500 nodes.
+func (s *session) setNodeHeartbeat(ctx context.Context, heartbeat time.Duration) error {
+	if heartbeat == s.heartbeat {
+		return nil
+	}
+	progress("restarting kwok-controller for a node heartbeat every %s (0s: the default, 10–15 s)", heartbeat)
+	if err := s.cluster.SetNodeHeartbeat(ctx, heartbeat); err != nil {
+		return err
+	}
+	s.heartbeat = heartbeat
+	return nil
 }
 
 // close stops the children, newest first, deletes the cluster and lets
@@ -104,11 +125,12 @@ func (s *session) startController(ctx context.Context, name string, extra ...str
 var agentNode = localcluster.NodeName(1)
 
 // nodeAgent returns the agent of agentNode with a state directory in the
-// bench's log dir, started by the first scenario that asks and shared by
-// those after it until stopNodeAgent or the session's end.
+// bench's log dir (the harness's default), started by the first scenario
+// that asks and shared by those after it until stopNodeAgent or the
+// session's end.
 func (s *session) nodeAgent(ctx context.Context) (*child, error) {
 	if s.agent == nil {
-		a, err := s.startAgent(ctx, harness.AgentBinary, "--state-dir", filepath.Join(s.logDir, "ota-server-state-nodeapi"))
+		a, err := s.startAgent(ctx, harness.AgentOptions{Name: harness.AgentBinary})
 		if err != nil {
 			return nil, err
 		}
@@ -128,12 +150,13 @@ func (s *session) stopNodeAgent() error {
 	return err
 }
 
-// startAgent runs a fresh bin/ota-server named name (its log is
-// .cache/bench/NAME.log) for agentNode with the admin kubeconfig and extra
-// flags, and waits until its cache has synced. The scenario stops it
-// (stopChild) when it is done with it.
-func (s *session) startAgent(ctx context.Context, name string, extra ...string) (*child, error) {
-	a, err := s.h.StartAgent(ctx, harness.AgentOptions{Node: agentNode, Name: name, Flags: extra})
+// startAgent runs a fresh bin/ota-server as opts say (its log is
+// .cache/bench/NAME.log) for agentNode with the admin kubeconfig, and waits
+// until its cache has synced. The scenario stops it (stopChild) when it is
+// done with it.
+func (s *session) startAgent(ctx context.Context, opts harness.AgentOptions) (*child, error) {
+	opts.Node = agentNode
+	a, err := s.h.StartAgent(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

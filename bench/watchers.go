@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/edgeota/edgeota/bench/measure"
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -82,7 +82,7 @@ func benchWatchers(ctx context.Context, s *session) (watchersFigures, error) {
 	if err := createNodePods(ctx, s); err != nil {
 		return f, err
 	}
-	agent, err := s.startAgent(ctx, "ota-server-watchers", "--state-dir", filepath.Join(s.logDir, "ota-server-state-watchers"))
+	agent, err := s.startAgent(ctx, harness.AgentOptions{Name: "ota-server-watchers"})
 	if err != nil {
 		return f, err
 	}

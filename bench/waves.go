@@ -7,15 +7,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// nodeHeartbeat is how often the bench cluster's nodes report their status
-// (every 2 to 3 s; localcluster.Options.NodeHeartbeat). ota-controller's
-// failure brake keeps a node in flight until one heartbeat after its new pod
-// settles, so the rollout scenario pays up to one heartbeat per wave where
-// the native controller pays none. 2 s is the e2e suite's interval: short
-// enough that the waits do not swamp the rollout, long enough that 1000 nodes
-// (400–500 status writes/s) leave the 2 cores to the controllers being
-// measured. Both controllers run on the same cluster, so the comparison
-// stays fair.
+// nodeHeartbeat is how often the nodes report their status during the
+// rollout and cut-off scenarios (every 2 to 3 s;
+// localcluster.Options.NodeHeartbeat). ota-controller's failure brake keeps
+// a node in flight until one heartbeat after its new pod settles, so a
+// rollout pays up to one heartbeat per wave where the native controller pays
+// none. 2 s is the e2e suite's interval: short enough that the waits do not
+// swamp the rollout, long enough that 1000 nodes (400–500 status writes/s)
+// leave the 2 cores to the controllers being measured. Both controllers run
+// on the same cluster, so the comparison stays fair. The other scenarios
+// run at the cluster's default (10–15 s), which does not load the API
+// server they measure.
 const nodeHeartbeat = 2 * time.Second
 
 // heartbeatPeriod is the longest time between two heartbeats of a node.
@@ -59,9 +61,18 @@ type waveFigures struct {
 	// waited only for a heartbeat: no pod being replaced, budget held by
 	// nodes whose new pod had settled.
 	heartbeatWait time.Duration
-	// waves counts the deletions that followed a freeing event: the
-	// batches the controller deleted in.
-	waves int
+	// replaced counts the nodes whose old pod was deleted, each once.
+	replaced int
+}
+
+// waves is how many budget's worths of nodes went through: the controller
+// keeps at most budget nodes in flight, so the replaced nodes pass in
+// ⌈replaced / budget⌉ generations, and each generation waits at most one
+// heartbeat period for its proof of life. (The deletions that followed a
+// freeing event, freeToDelete's samples, are far more: every node leaving
+// flight frees budget for one more.)
+func (f waveFigures) waves(budget int) int {
+	return (f.replaced + budget - 1) / budget
 }
 
 // analyzeWaves replays a rollout's flight events from its start (the image
@@ -96,9 +107,9 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 			}
 			inFlight[e.node] = &flight{}
 			replacing++
+			f.replaced++
 			if pending {
 				f.freeToDelete = append(f.freeToDelete, e.at.Sub(freed))
-				f.waves++
 				pending = false
 			}
 		case podSettled:

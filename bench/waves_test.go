@@ -27,30 +27,35 @@ func waveEvents(start time.Time) []flightEvent {
 	}
 }
 
-func TestAnalyzeWavesWithProofOfLifeEndsFlightsAtTheFirstHeartbeatAfterSettling(t *testing.T) {
+// TestAnalyzeWavesEndsFlightsAsTheControllerDoes: with proof of life (the
+// failure brake) a flight ends at the first heartbeat sent after the pod
+// settled, and the time that only such heartbeats were awaited is counted;
+// without it, a flight ends when the pod settles.
+func TestAnalyzeWavesEndsFlightsAsTheControllerDoes(t *testing.T) {
 	start := time.Unix(1000, 0)
-	f := analyzeWaves(start, waveEvents(start), true)
-	if want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) {
-		t.Errorf("free to delete: got %v, want %v", f.freeToDelete, want)
-	}
-	if f.waves != 2 {
-		t.Errorf("waves: got %d, want 2", f.waves)
-	}
-	// n1 waits from 1 s to 3 s, n2 from 4 s to 6 s.
-	if want := 4 * time.Second; f.heartbeatWait != want {
-		t.Errorf("heartbeat wait: got %s, want %s", f.heartbeatWait, want)
-	}
-}
-
-func TestAnalyzeWavesWithoutProofOfLifeEndsFlightsWhenThePodSettles(t *testing.T) {
-	start := time.Unix(1000, 0)
-	f := analyzeWaves(start, waveEvents(start), false)
-	// n1 settles at 1 s; the next deletion is n2's at 3.02 s.
-	if want := []time.Duration{10 * time.Millisecond, 2020 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) {
-		t.Errorf("free to delete: got %v, want %v", f.freeToDelete, want)
-	}
-	if f.heartbeatWait != 0 {
-		t.Errorf("heartbeat wait: got %s, want 0 without proof of life", f.heartbeatWait)
+	for _, tc := range []struct {
+		name        string
+		proofOfLife bool
+		// wantFree: n1's deletion 10 ms after the change, then n2's after
+		// n1 leaves flight (3 s with proof of life, 1 s without).
+		wantFree []time.Duration
+		// wantWait: with proof of life, n1 waits from 1 s to 3 s and n2
+		// from 4 s to 6 s.
+		wantWait time.Duration
+	}{
+		{"with proof of life", true, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}, 4 * time.Second},
+		{"without proof of life", false, []time.Duration{10 * time.Millisecond, 2020 * time.Millisecond}, 0},
+	} {
+		f := analyzeWaves(start, waveEvents(start), tc.proofOfLife)
+		if !slices.Equal(f.freeToDelete, tc.wantFree) {
+			t.Errorf("%s: free to delete: got %v, want %v", tc.name, f.freeToDelete, tc.wantFree)
+		}
+		if f.heartbeatWait != tc.wantWait {
+			t.Errorf("%s: heartbeat wait: got %s, want %s", tc.name, f.heartbeatWait, tc.wantWait)
+		}
+		if f.replaced != 2 {
+			t.Errorf("%s: replaced: got %d, want 2", tc.name, f.replaced)
+		}
 	}
 }
 
@@ -65,8 +70,24 @@ func TestAnalyzeWavesCountsOnlyTheFirstDeletionAfterAFreeingEvent(t *testing.T) 
 		{at: at(700), node: "n3", kind: podDeleted},
 		{at: at(710), node: "n4", kind: podDeleted},
 	}, false)
-	if want := []time.Duration{5 * time.Millisecond, 200 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) || f.waves != 2 {
-		t.Errorf("got %v in %d waves, want %v in 2", f.freeToDelete, f.waves, want)
+	if want := []time.Duration{5 * time.Millisecond, 200 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) || f.replaced != 4 {
+		t.Errorf("got %v with %d nodes replaced, want %v with 4", f.freeToDelete, f.replaced, want)
+	}
+}
+
+// TestWavesAreBudgetsWorthsOfNodes: a wave is one budget's worth of nodes
+// going through, however many deletion batches the controller made.
+func TestWavesAreBudgetsWorthsOfNodes(t *testing.T) {
+	for _, tc := range []struct{ replaced, budget, want int }{
+		{500, 50, 10},
+		{501, 50, 11},
+		{20, 2, 10},
+		{3, 10, 1},
+		{0, 10, 0},
+	} {
+		if got := (waveFigures{replaced: tc.replaced}).waves(tc.budget); got != tc.want {
+			t.Errorf("%d nodes replaced, budget %d: got %d waves, want %d", tc.replaced, tc.budget, got, tc.want)
+		}
 	}
 }
 

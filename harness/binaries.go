@@ -99,6 +99,10 @@ type AgentOptions struct {
 	// actions; empty means NAME-state in the log directory, never the
 	// binary's default /var/lib/edgeota, which belongs to the machine.
 	StateDir string
+	// Stateless runs it without a state directory (--state-dir ""), StateDir
+	// unused: the view is lost at every restart and actions cannot be
+	// queued. The benchmarks' baseline for what the state directory costs.
+	Stateless bool
 	// Flags are added after those above, for settings the harness does not
 	// name; a flag given twice takes its last value.
 	Flags []string
@@ -111,6 +115,17 @@ type Agent struct {
 	Node string
 	// Addr is the host:port it serves gRPC and REST on.
 	Addr string
+}
+
+// args are the agent's command-line flags, once StartAgent has filled in
+// the defaults.
+func (o AgentOptions) args() []string {
+	stateDir := o.StateDir
+	if o.Stateless {
+		stateDir = ""
+	}
+	args := []string{"--kubeconfig", o.Kubeconfig, "--node-name", o.Node, "--bind-address", loopback, "--port", o.Port, "--state-dir", stateDir}
+	return append(args, o.Flags...)
 }
 
 // StartAgent starts an ota-server on loopback and waits until its pod cache
@@ -129,14 +144,10 @@ func (h *Harness) StartAgent(ctx context.Context, o AgentOptions) (*Agent, error
 		}
 		o.Port = ports[0]
 	}
-	args := []string{h.Tools.Path(AgentBinary),
-		"--kubeconfig", o.Kubeconfig, "--node-name", o.Node, "--bind-address", loopback, "--port", o.Port}
-	if o.StateDir == "" {
+	if o.StateDir == "" && !o.Stateless {
 		o.StateDir = filepath.Join(h.LogDir, o.Name+"-state")
 	}
-	args = append(args, "--state-dir", o.StateDir)
-	args = append(args, o.Flags...)
-	p, err := h.Start(o.Name, args...)
+	p, err := h.Start(o.Name, append([]string{h.Tools.Path(AgentBinary)}, o.args()...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -24,3 +24,22 @@ func TestControllerArgs(t *testing.T) {
 		})
 	}
 }
+
+func TestAgentArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts AgentOptions
+		want []string
+	}{
+		{"with a state directory", AgentOptions{Node: "n1", Kubeconfig: "kc", Port: "9", StateDir: "s", Flags: []string{"-v=2"}},
+			[]string{"--kubeconfig", "kc", "--node-name", "n1", "--bind-address", "127.0.0.1", "--port", "9", "--state-dir", "s", "-v=2"}},
+		{"stateless", AgentOptions{Node: "n1", Kubeconfig: "kc", Port: "9", StateDir: "s", Stateless: true},
+			[]string{"--kubeconfig", "kc", "--node-name", "n1", "--bind-address", "127.0.0.1", "--port", "9", "--state-dir", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.opts.args(); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -26,5 +26,6 @@
 //   - kubeconfig.go: kubeconfigs for service-account tokens or a proxy.
 //   - token.go: service-account tokens, optionally bound to a pod.
 //   - restart_linux.go: stopping a component and starting it again (API
-//     server restarts mid-rollout).
+//     server restarts mid-rollout; kwok-controller with another node
+//     heartbeat interval, SetNodeHeartbeat).
 package localcluster

@@ -12,7 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/edgeota/edgeota/health"
 )
 
 // Bounds of StopComponent and RestartAPIServer. On SIGTERM kube-apiserver
@@ -24,6 +28,78 @@ const (
 	componentStopGrace    = 500 * time.Millisecond
 	apiServerReadyTimeout = 2 * time.Minute
 )
+
+// heartbeatPoll and heartbeatTimeout pace and bound SetNodeHeartbeat's wait
+// for every node to heartbeat again: a list of every node each second, and
+// a few of the slowest heartbeat periods (15 s) before giving up.
+const (
+	heartbeatPoll    = time.Second
+	heartbeatTimeout = 2 * time.Minute
+)
+
+// SetNodeHeartbeat makes the nodes heartbeat every heartbeat to 1.5 ×
+// heartbeat from now on (0: every 10-15 s, as a kubelet), as
+// Options.NodeHeartbeat does at creation, for a run whose parts need
+// different intervals. KWOK reads its stages only at start, so this rewrites
+// the node-heartbeat stage in kwok-controller's configuration and restarts
+// kwok-controller (StopComponent); the other components, the nodes and the
+// pods are untouched. It returns once every node that is not cut off has
+// heartbeat from the restarted kwok-controller, so that its first list of
+// the nodes and pods is over before the caller measures anything.
+func (c *Cluster) SetNodeHeartbeat(ctx context.Context, heartbeat time.Duration) error {
+	if heartbeat == c.heartbeat {
+		return nil
+	}
+	config := filepath.Join(c.WorkDir(), "kwok.yaml")
+	data, err := os.ReadFile(config)
+	if err != nil {
+		return fmt.Errorf("reading kwok-controller's configuration: %w", err)
+	}
+	if data, err = withHeartbeat(data, heartbeat); err != nil {
+		return fmt.Errorf("%s: %w", config, err)
+	}
+	start, err := c.StopComponent(ctx, "kwok-controller")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(config, data, 0o640); err != nil {
+		return fmt.Errorf("writing kwok-controller's configuration: %w", err)
+	}
+	// Heartbeat times are whole seconds: one sent by the new kwok-controller
+	// reads after this.
+	restarted := time.Now().Truncate(time.Second)
+	if _, err := start(); err != nil {
+		return err
+	}
+	c.heartbeat = heartbeat
+	if err := c.waitComponents(ctx); err != nil {
+		return err
+	}
+	return c.waitHeartbeats(ctx, restarted)
+}
+
+// waitHeartbeats waits until every node that is not cut off has heartbeat
+// after since.
+func (c *Cluster) waitHeartbeats(ctx context.Context, since time.Time) error {
+	var stale int
+	err := wait.PollUntilContextTimeout(ctx, heartbeatPoll, heartbeatTimeout, false, func(ctx context.Context) (bool, error) {
+		nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: CutOffLabel + "!=true"})
+		if err != nil {
+			return false, err
+		}
+		stale = 0
+		for i := range nodes.Items {
+			if cond := health.NodeCondition(&nodes.Items[i], corev1.NodeReady); cond == nil || !cond.LastHeartbeatTime.After(since) {
+				stale++
+			}
+		}
+		return stale == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for every node to heartbeat after kwok-controller's restart (%d not yet): %w", stale, err)
+	}
+	return nil
+}
 
 // RestartAPIServer stops the cluster's kube-apiserver (see StopComponent),
 // keeps it down for down, and starts it again. etcd and the other components

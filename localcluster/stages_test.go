@@ -83,3 +83,43 @@ func TestConfigHeartbeat(t *testing.T) {
 		t.Errorf("the configuration still holds the default heartbeat delay")
 	}
 }
+
+// TestWithHeartbeatRestoresTheDefault: the runtime change
+// (Cluster.SetNodeHeartbeat) turns one heartbeat's configuration into
+// another's, the default included, and refuses a configuration without the
+// stage.
+func TestWithHeartbeatRestoresTheDefault(t *testing.T) {
+	dir := t.TempDir()
+	config := func(heartbeat time.Duration) []byte {
+		path := filepath.Join(dir, heartbeat.String()+".yaml")
+		if err := writeConfig(path, heartbeat); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	fast, slow := config(2*time.Second), config(0)
+	for _, tc := range []struct {
+		name string
+		from []byte
+		to   time.Duration
+		want []byte
+	}{
+		{"fast to default", fast, 0, slow},
+		{"default to fast", slow, 2 * time.Second, fast},
+	} {
+		got, err := withHeartbeat(tc.from, tc.to)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if string(got) != string(tc.want) {
+			t.Errorf("%s: got a configuration that differs from writeConfig's for %s", tc.name, tc.to)
+		}
+	}
+	if _, err := withHeartbeat([]byte("kind: Stage\nmetadata:\n  name: pod-ready\n"), time.Second); err == nil {
+		t.Errorf("a configuration without the node-heartbeat stage: got nil, want an error")
+	}
+}
