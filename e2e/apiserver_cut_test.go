@@ -6,13 +6,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
 )
@@ -23,30 +22,19 @@ import (
 // link is back, the upgrade goes through.
 func TestAgentCutOffFromAPIServer(t *testing.T) {
 	e := newEnv(t, 3)
-	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
-
-	apiserver, err := url.Parse(e.cluster.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := harness.StartProxy(apiserver.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	a := e.startAgent(node, e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), ""), "--apiserver-timeout", "3s")
+	a, proxy := e.agentBehindProxy(localcluster.NodeName(1), 3*time.Second)
 
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
 	e.setImage(newImage)
 	marked := e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionTrue, allNodes(3)...)
-	pod := marked[node]
+	pod := marked[a.node]
 	eventually(t, "the agent's cache to show "+pod.Name+" marked", func(ctx context.Context) (bool, string, error) {
-		return agentSeesMarked(ctx, a, pod)
+		return a.seesMarked(ctx, pod)
 	})
 
 	proxy.Cut()
-	if ok, state, err := agentSeesMarked(e.ctx(), a, pod); !ok || err != nil {
+	if ok, state, err := a.seesMarked(e.ctx(), pod); !ok || err != nil {
 		t.Fatalf("cut off, GET /pods should answer from the cache with pod %s marked: %s %v", pod.Name, state, err)
 	}
 	code, body, err := a.post(e.ctx(), e.ns, pod.Name, "upgrade")
@@ -63,12 +51,12 @@ func TestAgentCutOffFromAPIServer(t *testing.T) {
 		}
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body), nil
 	})
-	e.waitUpgraded(marked, node)
+	e.waitUpgraded(marked, a.node)
 }
 
-// agentSeesMarked reports whether the agent's GET /pods lists the pod with
+// seesMarked reports whether the agent's GET /pods lists the pod with
 // PodNeedUpgrade=True.
-func agentSeesMarked(ctx context.Context, a agent, pod *corev1.Pod) (bool, string, error) {
+func (a agent) seesMarked(ctx context.Context, pod *corev1.Pod) (bool, string, error) {
 	list, err := a.listPods(ctx)
 	if err != nil {
 		return false, "", err

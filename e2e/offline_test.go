@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,10 +45,14 @@ func (e *env) startRestartableAgent(node, kubeconfig string, extra ...string) *r
 		stateDir: filepath.Join(e.logDir, "state-restartable-"+node)}}
 	a.opts = harness.AgentOptions{Node: node, Kubeconfig: kubeconfig, Port: port, StateDir: a.stateDir, Flags: extra}
 	e.t.Cleanup(func() {
-		if a.proc != nil {
-			if err := e.h.Stop(a.proc); err != nil {
-				e.t.Error(err)
-			}
+		if a.proc == nil {
+			return
+		}
+		if err := a.proc.Exited(); err != nil {
+			e.t.Errorf("during the test, outside a restart: %v", err)
+		}
+		if err := e.h.Stop(a.proc); err != nil {
+			e.t.Error(err)
 		}
 	})
 	e.restart(a)
@@ -171,16 +175,7 @@ func TestAgentThroughADeadZone(t *testing.T) {
 	e := newEnv(t, 1)
 	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
-	apiserver, err := url.Parse(e.cluster.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := harness.StartProxy(apiserver.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	a := e.startRestartableAgent(node, e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), ""), "--apiserver-timeout", "2s")
+	a, proxy := e.agentBehindProxy(node, 2*time.Second)
 
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
 	bystander := &corev1.Pod{
@@ -198,7 +193,7 @@ func TestAgentThroughADeadZone(t *testing.T) {
 		if err != nil {
 			return false, "", err
 		}
-		ok, state, _ := agentSeesMarked(ctx, a.agent, pod)
+		ok, state, _ := a.seesMarked(ctx, pod)
 		return ok && slices.Contains(podsNamed(list), bystander.Name), state, nil
 	})
 
@@ -261,7 +256,7 @@ func TestAgentThroughADeadZone(t *testing.T) {
 	e.setImage(nextImage)
 	second := e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionTrue, node)[node]
 	eventually(t, "the agent to show "+second.Name+" marked", func(ctx context.Context) (bool, string, error) {
-		return agentSeesMarked(ctx, a.agent, second)
+		return a.seesMarked(ctx, second)
 	})
 	proxy.Cut()
 	if code, body, err := a.postQueued(e.ctx(), e.ns, second.Name, "upgrade"); err != nil || code != http.StatusAccepted {

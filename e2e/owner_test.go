@@ -21,18 +21,28 @@ import (
 	"github.com/edgeota/edgeota/podcondition"
 )
 
-// TestOwnerView is the owner's view end to end on one node: a watcher sees
-// the new version offered, with its images, as soon as the DaemonSet
-// changes; `otactl upgrade --wait` follows the app to UPGRADED across the
-// replacement of its pod; and on a version that crash-loops it fails naming
-// CrashLoopBackOff while ListUpgrades says FAILED.
-func TestOwnerView(t *testing.T) {
+// newOwnerEnv is the owner's starting point: a one-node cluster with
+// ota-controller, the node's agent (reading a new target within 100 ms) and
+// an OTA DaemonSet whose pod is up to date (PodNeedUpgrade=False), with
+// nothing offered yet.
+func newOwnerEnv(t *testing.T) (*env, agent) {
 	e := newEnv(t, 1)
 	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
 	a := e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms")
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
 	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
+	return e, a
+}
+
+// TestOwnerView is the owner's view end to end on one node: a watcher sees
+// the new version offered, with its images, as soon as the DaemonSet
+// changes; `otactl upgrade --wait` follows the app to UPGRADED across the
+// replacement of its pod; and on a version that crash-loops it fails naming
+// CrashLoopBackOff while ListUpgrades says FAILED.
+func TestOwnerView(t *testing.T) {
+	e, a := newOwnerEnv(t)
+	node := a.node
 	client := e.grpcClient(a)
 
 	ctx, cancel := context.WithCancel(e.ctx())
@@ -156,12 +166,7 @@ func (e *env) otactl(a agent, args ...string) (string, int) {
 // from proto/ (sdk/ts, installed by `make sdk-ts`), run by Node.js: it lists
 // the apps, watches until the new version is offered, and upgrades.
 func TestTypeScriptSDK(t *testing.T) {
-	e := newEnv(t, 1)
-	node := localcluster.NodeName(1)
-	e.startController(e.cluster.Kubeconfig)
-	a := e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms")
-	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
-	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
+	e, a := newOwnerEnv(t)
 	app := e.ns + "/" + dsName
 
 	if out := e.node("list", a.addr); !strings.Contains(out, `"daemonSet":"nginx"`) || !strings.Contains(out, "UPGRADE_PHASE_UP_TO_DATE") {

@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/proc"
@@ -101,4 +103,25 @@ func (e *env) writeKubeconfig(name, server, token string) string {
 		e.t.Fatal(err)
 	}
 	return path
+}
+
+// agentBehindProxy runs the node's agent with its link to the API server
+// through a proxy (harness.Proxy) that the test cuts and restores while its
+// own client keeps the cluster, and with --apiserver-timeout apiTimeout so
+// that calls over a cut link fail within it. The agent is restartable
+// (startRestartableAgent), as a dead zone often outlasts a power cycle; the
+// proxy is closed when the test ends, after the agent is stopped.
+func (e *env) agentBehindProxy(node string, apiTimeout time.Duration) (*restartableAgent, *harness.Proxy) {
+	e.t.Helper()
+	apiserver, err := url.Parse(e.cluster.Config.Host)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	proxy, err := harness.StartProxy(apiserver.Host)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = proxy.Close() })
+	kubeconfig := e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), "")
+	return e.startRestartableAgent(node, kubeconfig, "--apiserver-timeout", apiTimeout.String()), proxy
 }

@@ -7,35 +7,32 @@ import (
 	"testing"
 )
 
+// TestRejectsBadOptions: options as the Makefile gives them pass, and each
+// bad one is refused with an error naming what is wrong.
 func TestRejectsBadOptions(t *testing.T) {
-	base := options{binaries: "b", out: "o", version: "v0.1.0", platforms: []string{"linux/amd64", "linux/arm64"}}
-	cases := []struct {
-		name    string
-		change  func(*options)
-		wantErr string // "" means valid
-	}{
-		{name: "valid", change: func(*options) {}},
-		{name: "no output", change: func(o *options) { o.out = "" }, wantErr: "-binaries and -out are required"},
-		{name: "no version", change: func(o *options) { o.version = "" }, wantErr: "not a valid image tag"},
-		{name: "version with a slash", change: func(o *options) { o.version = "v0.1/0" }, wantErr: "not a valid image tag"},
-		{name: "version starting with a dot", change: func(o *options) { o.version = ".v1" }, wantErr: "not a valid image tag"},
-		{name: "version too long", change: func(o *options) { o.version = strings.Repeat("1", 129) }, wantErr: "not a valid image tag"},
-		{name: "no platforms", change: func(o *options) { o.platforms = nil }, wantErr: "-platforms is empty"},
-		{name: "platform without an OS", change: func(o *options) { o.platforms = []string{"/amd64"} }, wantErr: `"/amd64" is not OS/ARCH`},
-		{name: "platform with a variant", change: func(o *options) { o.platforms = []string{"linux/arm/v7"} }, wantErr: `"linux/arm/v7" is not OS/ARCH`},
+	valid := options{binaries: "b", out: "o", version: "v0.1.0", platforms: []string{"linux/amd64", "linux/arm64"}}
+	if err := valid.validate(); err != nil {
+		t.Fatalf("valid options: got %v, want nil", err)
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			o := base
-			tc.change(&o)
-			err := o.validate()
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Errorf("got %v, want nil", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("got %v, want an error containing %q", err, tc.wantErr)
-			}
-		})
+	for _, bad := range []struct {
+		name   string
+		change func(*options)
+		want   string
+	}{
+		{"no output", func(o *options) { o.out = "" }, "-binaries and -out are required"},
+		{"no version", func(o *options) { o.version = "" }, "not a valid image tag"},
+		{"version with a slash", func(o *options) { o.version = "v0.1/0" }, "not a valid image tag"},
+		{"version starting with a dot", func(o *options) { o.version = ".v1" }, "not a valid image tag"},
+		{"version too long", func(o *options) { o.version = strings.Repeat("1", 129) }, "not a valid image tag"},
+		{"no platforms", func(o *options) { o.platforms = nil }, "-platforms is empty"},
+		{"platform without an OS", func(o *options) { o.platforms = []string{"/amd64"} }, `"/amd64" is not OS/ARCH`},
+		{"platform with a variant", func(o *options) { o.platforms = []string{"linux/arm/v7"} }, `"linux/arm/v7" is not OS/ARCH`},
+	} {
+		o := valid
+		bad.change(&o)
+		if err := o.validate(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: got %v, want an error containing %q", bad.name, err, bad.want)
+		}
 	}
 }
 
