@@ -22,13 +22,14 @@
 //   - report.go: tables, the report's header, rows and cell formats shared
 //     by scenarios.
 //   - session.go: the cluster and the measured processes; the only place
-//     that starts either.
+//     that starts either or changes the nodes' heartbeat.
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
 //   - rollout.go, cutoff.go, marking.go, nodeapi.go, upgrade.go,
 //     persistence.go, watchers.go: one scenario each, with its targets and
 //     its table.
-//   - waves.go: the nodes' heartbeat interval, and a rollout's pod and node
-//     events replayed into heartbeat waits and budget-to-deletion latencies.
+//   - waves.go: the rollout scenarios' node heartbeat interval, and a
+//     rollout's pod and node events replayed into heartbeat waits,
+//     budget-to-deletion latencies and waves.
 //   - ceiling.go: the node API's ceiling server (this binary, sub-command).
 //   - workload.go: DaemonSets, namespaces, image changes, pod readiness.
 //   - watch.go: informer-backed views a scenario waits on while it samples.

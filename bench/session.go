@@ -67,7 +67,11 @@ func (s *session) setNodeHeartbeat(ctx context.Context, heartbeat time.Duration)
 	if heartbeat == s.heartbeat {
 		return nil
 	}
-	progress("restarting kwok-controller for a node heartbeat every %s (0s: the default, 10–15 s)", heartbeat)
+	interval := "the default, every 10–15 s"
+	if heartbeat > 0 {
+		interval = "every " + heartbeat.String()
+	}
+	progress("node heartbeat: %s (restarting kwok-controller)", interval)
 	if err := s.cluster.SetNodeHeartbeat(ctx, heartbeat); err != nil {
 		return err
 	}
