@@ -38,6 +38,10 @@ type params struct {
 	scenarios []string
 }
 
+// defaultNodes is N when BENCH_NODES is not set: the scale the targets are
+// written for.
+const defaultNodes = 500
+
 // loadParams reads the parameters from the environment, with their
 // defaults, refusing values too small to measure anything.
 func loadParams() (params, error) {
@@ -48,7 +52,7 @@ func loadParams() (params, error) {
 		dst      *int
 		def, min int
 	}{
-		{"BENCH_NODES", &p.nodes, 500, 10},
+		{"BENCH_NODES", &p.nodes, defaultNodes, 10},
 		{"BENCH_SECONDS", &seconds, 5, 1},
 		{"BENCH_PAIRS", &p.pairs, 3, 1},
 		{"BENCH_UPGRADES", &p.upgrades, 20, 2},

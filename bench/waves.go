@@ -57,10 +57,12 @@ type waveFigures struct {
 	// by a deletion, the time until that next deletion. The image change
 	// counts as the first freeing event.
 	freeToDelete []time.Duration
-	// heartbeatWait is how long the rollout had nodes in flight that all
-	// waited only for a heartbeat: no pod being replaced, budget held by
-	// nodes whose new pod had settled.
-	heartbeatWait time.Duration
+	// proofWait sums, over the nodes whose flight a heartbeat ended, the
+	// time from their new pod being seen settled to that heartbeat being
+	// seen: what the proof of life cost each node.
+	proofWait time.Duration
+	// proven counts those nodes.
+	proven int
 	// replaced counts the nodes whose old pod was deleted, each once.
 	replaced int
 }
@@ -75,6 +77,18 @@ func (f waveFigures) waves(budget int) int {
 	return (f.replaced + budget - 1) / budget
 }
 
+// heartbeatWait is how much of the rollout's wall time went to proof of
+// life: the budget's slots each pass one node per wave in turn, and each
+// node held its slot for its heartbeat wait, on average proofWait / proven.
+// The waits overlap across slots, not within one, so a rollout without them
+// would have ended about this much earlier.
+func (f waveFigures) heartbeatWait(budget int) time.Duration {
+	if f.proven == 0 {
+		return 0
+	}
+	return time.Duration(f.waves(budget)) * f.proofWait / time.Duration(f.proven)
+}
+
 // analyzeWaves replays a rollout's flight events from its start (the image
 // change). A node enters flight when its old pod is deleted and leaves it
 // when its new pod settles or, when proofOfLife is set (ota-controller's
@@ -82,21 +96,15 @@ func (f waveFigures) waves(budget int) int {
 // frees budget. events must be in the order they were seen.
 func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveFigures {
 	var f waveFigures
-	// Per node in flight: whether its new pod has settled, and when it
-	// turned Ready.
+	// Per node in flight: whether its new pod has settled, when it turned
+	// Ready, and when the bench saw it.
 	type flight struct {
-		settled bool
-		sent    time.Time
+		settled    bool
+		sent, seen time.Time
 	}
 	inFlight := map[string]*flight{}
-	replacing := 0 // nodes in flight whose new pod has not settled
 	freed, pending := start, true
-	last := start
 	for _, e := range events {
-		if replacing == 0 && len(inFlight) > 0 && e.at.After(last) {
-			f.heartbeatWait += e.at.Sub(last)
-		}
-		last = e.at
 		fl := inFlight[e.node]
 		switch e.kind {
 		case podDeleted:
@@ -106,7 +114,6 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 				continue
 			}
 			inFlight[e.node] = &flight{}
-			replacing++
 			f.replaced++
 			if pending {
 				f.freeToDelete = append(f.freeToDelete, e.at.Sub(freed))
@@ -118,8 +125,7 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 			if fl == nil || fl.settled {
 				continue
 			}
-			fl.settled, fl.sent = true, e.sent
-			replacing--
+			fl.settled, fl.sent, fl.seen = true, e.sent, e.at
 			if !proofOfLife {
 				delete(inFlight, e.node)
 				if !pending {
@@ -132,6 +138,8 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 				continue
 			}
 			delete(inFlight, e.node)
+			f.proofWait += e.at.Sub(fl.seen)
+			f.proven++
 			if !pending {
 				freed, pending = e.at, true
 			}

@@ -29,8 +29,8 @@ func waveEvents(start time.Time) []flightEvent {
 
 // TestAnalyzeWavesEndsFlightsAsTheControllerDoes: with proof of life (the
 // failure brake) a flight ends at the first heartbeat sent after the pod
-// settled, and the time that only such heartbeats were awaited is counted;
-// without it, a flight ends when the pod settles.
+// settled, and each node's wait for it is summed; without it, a flight ends
+// when the pod settles.
 func TestAnalyzeWavesEndsFlightsAsTheControllerDoes(t *testing.T) {
 	start := time.Unix(1000, 0)
 	for _, tc := range []struct {
@@ -40,18 +40,24 @@ func TestAnalyzeWavesEndsFlightsAsTheControllerDoes(t *testing.T) {
 		// n1 leaves flight (3 s with proof of life, 1 s without).
 		wantFree []time.Duration
 		// wantWait: with proof of life, n1 waits from 1 s to 3 s and n2
-		// from 4 s to 6 s.
-		wantWait time.Duration
+		// from 4 s to 6 s; wantProven: both.
+		wantWait   time.Duration
+		wantProven int
 	}{
-		{"with proof of life", true, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}, 4 * time.Second},
-		{"without proof of life", false, []time.Duration{10 * time.Millisecond, 2020 * time.Millisecond}, 0},
+		{"with proof of life", true, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}, 4 * time.Second, 2},
+		{"without proof of life", false, []time.Duration{10 * time.Millisecond, 2020 * time.Millisecond}, 0, 0},
 	} {
 		f := analyzeWaves(start, waveEvents(start), tc.proofOfLife)
 		if !slices.Equal(f.freeToDelete, tc.wantFree) {
 			t.Errorf("%s: free to delete: got %v, want %v", tc.name, f.freeToDelete, tc.wantFree)
 		}
-		if f.heartbeatWait != tc.wantWait {
-			t.Errorf("%s: heartbeat wait: got %s, want %s", tc.name, f.heartbeatWait, tc.wantWait)
+		if f.proofWait != tc.wantWait || f.proven != tc.wantProven {
+			t.Errorf("%s: heartbeat waits: got %s over %d nodes, want %s over %d", tc.name, f.proofWait, f.proven, tc.wantWait, tc.wantProven)
+		}
+		// A budget of one: two waves of one node, each waiting 2 s on
+		// average.
+		if got := f.heartbeatWait(1); got != tc.wantWait {
+			t.Errorf("%s: wall time spent on heartbeats: got %s, want %s", tc.name, got, tc.wantWait)
 		}
 		if f.replaced != 2 {
 			t.Errorf("%s: replaced: got %d, want 2", tc.name, f.replaced)
