@@ -174,6 +174,23 @@ func (w *restWatch) next(t *testing.T, d time.Duration) *edgeotav1.WatchUpgrades
 	return nil
 }
 
+// proxiedKubeconfig starts a proxy in front of the API server, closed when
+// the test ends, and returns it with a kubeconfig that reaches the API
+// server through it: one agent's link, to cut as a dead zone cuts it.
+func (e *env) proxiedKubeconfig() (*harness.Proxy, string) {
+	e.t.Helper()
+	apiserver, err := url.Parse(e.cluster.Config.Host)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	proxy, err := harness.StartProxy(apiserver.Host)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = proxy.Close() })
+	return proxy, e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), "")
+}
+
 // TestWatchOutlivesADeadZone: a REST watch held open while the agent's link
 // to the API server is black-holed (a proxy that stops forwarding) stays
 // open, keeps its heartbeats with the last contact's time, and tells the
@@ -183,17 +200,8 @@ func TestWatchOutlivesADeadZone(t *testing.T) {
 	e := newEnv(t, 1)
 	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
-	apiserver, err := url.Parse(e.cluster.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := harness.StartProxy(apiserver.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	a := e.startAgent(node, e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), ""),
-		"--apiserver-timeout", "2s", "--target-read-jitter", "100ms")
+	proxy, kubeconfig := e.proxiedKubeconfig()
+	a := e.startAgent(node, kubeconfig, "--apiserver-timeout", "2s", "--target-read-jitter", "100ms")
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
 	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
 	eventually(t, "the agent to show the app UP_TO_DATE", func(ctx context.Context) (bool, string, error) {

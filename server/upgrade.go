@@ -161,26 +161,52 @@ func (s *Server) deleteForUpgrade(ctx context.Context, pod *corev1.Pod, target s
 	err := s.client.Pods(pod.Namespace).Delete(actx, pod.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion},
 	})
-	logger := klog.FromContext(ctx)
-	switch {
-	case err == nil:
-	case apierrors.IsNotFound(err):
+	if apierrors.IsNotFound(err) {
 		return status.Errorf(codes.Aborted, "pod %s was deleted by someone else meanwhile", klog.KObj(pod))
-	case !ambiguous(err):
-		return apiError(fmt.Sprintf("deleting pod %s", klog.KObj(pod)), s.apiTimeout, err)
-	default:
-		failed := apiError(fmt.Sprintf("deleting pod %s", klog.KObj(pod)), s.apiTimeout, err)
-		switch s.effectOf(ctx, pod, deleted) {
-		case effectDone:
-			logger.Info("The answer to a delete was lost, but the pod was deleted", "pod", klog.KObj(pod), "err", err)
-		case effectNone:
-			return status.Errorf(codes.Unavailable, "%s; the pod is still there, not deleted", status.Convert(failed).Message())
-		default:
-			return status.Errorf(codes.Unavailable, "%s; the pod could not be read again, so whether it was deleted is not known yet", status.Convert(failed).Message())
+	}
+	if err != nil {
+		if err := s.writeFailed(ctx, pod, err, podWrite{
+			action: fmt.Sprintf("deleting pod %s", klog.KObj(pod)), done: deleted,
+			notDone: "the pod is still there, not deleted", happened: "it was deleted",
+		}); err != nil {
+			return err
 		}
 	}
-	logger.Info("Deleted pod to upgrade it", "pod", klog.KObj(pod), "revision", target)
+	klog.FromContext(ctx).Info("Deleted pod to upgrade it", "pod", klog.KObj(pod), "revision", target)
 	return nil
+}
+
+// podWrite is a write to a pod, for writeFailed.
+type podWrite struct {
+	// action says what the write does, as errors start.
+	action string
+	// done tells from the pod with the written pod's UID as it is now (nil:
+	// gone) whether the write happened.
+	done func(*corev1.Pod) bool
+	// notDone says that it did not; happened completes "whether ... is
+	// not known yet".
+	notDone, happened string
+}
+
+// writeFailed answers the failure err of a write to pod. A definite answer
+// is mapped as apiError maps it; an ambiguous one is resolved by effectOf:
+// nil if the write happened after all, Unavailable saying what is known
+// otherwise.
+func (s *Server) writeFailed(ctx context.Context, pod *corev1.Pod, err error, w podWrite) error {
+	failed := apiError(w.action, s.apiTimeout, err)
+	if !ambiguous(err) {
+		return failed
+	}
+	msg := status.Convert(failed).Message()
+	switch s.effectOf(ctx, pod, w.done) {
+	case effectDone:
+		klog.FromContext(ctx).Info("The answer to a write was lost, but the write happened", "pod", klog.KObj(pod), "action", w.action, "err", err)
+		return nil
+	case effectNone:
+		return status.Errorf(codes.Unavailable, "%s; %s", msg, w.notDone)
+	default:
+		return status.Errorf(codes.Unavailable, "%s; the pod could not be read again, so whether %s is not known yet", msg, w.happened)
+	}
 }
 
 // ambiguous reports whether a failed write may nevertheless have happened:
@@ -273,23 +299,15 @@ func (s *Server) requestPull(ctx context.Context, pod *corev1.Pod, target string
 	}
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
-	logger := klog.FromContext(ctx)
 	if _, err := podcondition.Set(actx, s.client, pod, want, FieldManager); err != nil {
-		failed := apiError(fmt.Sprintf("requesting an image pre-pull for pod %s", klog.KObj(pod)), s.apiTimeout, err)
-		if !ambiguous(err) {
-			return failed
-		}
-		// The answer was lost; the patch may have happened.
-		switch s.effectOf(ctx, pod, requested) {
-		case effectDone:
-			logger.Info("The answer to a pre-pull request was lost, but the pod records it", "pod", klog.KObj(pod), "err", err)
-		case effectNone:
-			return status.Errorf(codes.Unavailable, "%s; the pod does not record the request", status.Convert(failed).Message())
-		default:
-			return status.Errorf(codes.Unavailable, "%s; the pod could not be read again, so whether the request was recorded is not known yet", status.Convert(failed).Message())
+		if err := s.writeFailed(ctx, pod, err, podWrite{
+			action: fmt.Sprintf("requesting an image pre-pull for pod %s", klog.KObj(pod)), done: requested,
+			notDone: "the pod does not record the request", happened: "the request was recorded",
+		}); err != nil {
+			return err
 		}
 	}
-	logger.Info("Requested image pre-pull", "pod", klog.KObj(pod), "revision", target)
+	klog.FromContext(ctx).Info("Requested image pre-pull", "pod", klog.KObj(pod), "revision", target)
 	return nil
 }
 
