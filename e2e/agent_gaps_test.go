@@ -9,15 +9,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/harness"
+	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
 )
@@ -44,24 +48,7 @@ func TestOwnerSeesAFailedPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// next returns the next change to the test's app, skipping heartbeats.
-	next := func() *edgeotav1.App {
-		t.Helper()
-		for {
-			m, err := stream.Recv()
-			if err != nil {
-				t.Fatalf("watch: %v", err)
-			}
-			if m.GetType() == edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_SNAPSHOT {
-				if app := findApp(m.GetApps()); app != nil {
-					return app
-				}
-			}
-			if m.GetType() == edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_UPSERT && m.GetApp().GetDaemonSet() == dsName {
-				return m.GetApp()
-			}
-		}
-	}
+	next := appChanges(t, stream)
 	if app := next(); app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UP_TO_DATE {
 		t.Fatalf("snapshot: got %v, want %s UP_TO_DATE", app, dsName)
 	}
@@ -104,6 +91,109 @@ func TestOwnerSeesAFailedPull(t *testing.T) {
 	}
 	if !strings.Contains(body, `"phase":"UPGRADE_PHASE_FAILED"`) {
 		t.Errorf("GET: got %s, want the phase by its full name", body)
+	}
+}
+
+// appChanges returns a function that returns the next state of the test's
+// app on a gRPC watch: from the snapshot, then from each upsert of it.
+func appChanges(t *testing.T, stream grpc.ServerStreamingClient[edgeotav1.WatchUpgradesResponse]) func() *edgeotav1.App {
+	return func() *edgeotav1.App {
+		t.Helper()
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				t.Fatalf("watch: %v", err)
+			}
+			switch {
+			case m.GetType() == edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_SNAPSHOT && findApp(m.GetApps()) != nil:
+				return findApp(m.GetApps())
+			case m.GetType() == edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_UPSERT && m.GetApp().GetDaemonSet() == dsName:
+				return m.GetApp()
+			}
+		}
+	}
+}
+
+// TestOwnerSeesAMissingReplacement: the owner upgrades while the node is
+// tainted so that the DaemonSet cannot place the replacement there (a taint
+// its pods do not tolerate). The watch says at once that the replacement is
+// pending, naming the old pod, and FAILED at the deadline instead of
+// UPGRADING until then; once the taint goes, the replacement comes, runs, and
+// the app is UPGRADED.
+func TestOwnerSeesAMissingReplacement(t *testing.T) {
+	e := newEnv(t, 1)
+	node := localcluster.NodeName(1)
+	e.startController(e.cluster.Kubeconfig)
+	const deadline = 10 * time.Second
+	a := e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms", "--upgrade-deadline", deadline.String())
+	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
+	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
+	client := e.grpcClient(a)
+	ctx, cancel := context.WithCancel(e.ctx())
+	defer cancel()
+	stream, err := client.WatchUpgrades(ctx, &edgeotav1.WatchUpgradesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := appChanges(t, stream)
+
+	e.setImage(newImage)
+	old := e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionTrue, node)[node]
+	for app := next(); app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADE_AVAILABLE; app = next() {
+	}
+	e.hold(node, true)
+	if _, err := client.Upgrade(e.ctx(), &edgeotav1.UpgradeRequest{Namespace: e.ns, Name: old.Name}); err != nil {
+		t.Fatalf("Upgrade %s: %v", old.Name, err)
+	}
+
+	start := time.Now()
+	app := next()
+	for ; app.GetReason() != "ReplacementPending"; app = next() {
+		if app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING {
+			t.Fatalf("got %v, want UPGRADING until the replacement is pending", app)
+		}
+	}
+	if app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING || !strings.Contains(app.GetMessage(), "pod "+old.Name) {
+		t.Errorf("got %v, want UPGRADING naming %s", app, old.Name)
+	}
+	for app = next(); app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_FAILED; app = next() {
+	}
+	if app.GetReason() != health.ReasonProgressDeadlineExceeded || !strings.Contains(app.GetMessage(), "no replacement appeared on this node") {
+		t.Errorf("got %v, want FAILED: no replacement by the deadline", app)
+	}
+	if elapsed := time.Since(start); elapsed < deadline-2*time.Second {
+		t.Errorf("FAILED after %s, want not before the %s deadline", elapsed, deadline)
+	}
+	if pods, err := e.podsByNode(e.ctx()); err != nil || pods[node] != nil {
+		t.Fatalf("got pods %v, %v; want none on %s while it is tainted", pods, err, node)
+	}
+
+	e.hold(node, false)
+	for app = next(); app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADED; app = next() {
+	}
+	if app.GetCurrentImages()["nginx"] != newImage {
+		t.Errorf("got %v, want UPGRADED on %s", app, newImage)
+	}
+}
+
+// holdTaint keeps a DaemonSet's new pods off a node: its pods do not
+// tolerate it, and NoSchedule leaves the pods already there alone.
+var holdTaint = corev1.Taint{Key: "edgeota.test/hold", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+// hold adds holdTaint to the node's taints, or removes it.
+func (e *env) hold(node string, on bool) {
+	e.t.Helper()
+	n, err := e.cluster.Client.CoreV1().Nodes().Get(e.ctx(), node, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n = n.DeepCopy()
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == holdTaint.Key })
+	if on {
+		n.Spec.Taints = append(n.Spec.Taints, holdTaint)
+	}
+	if _, err := e.cluster.Client.CoreV1().Nodes().Update(e.ctx(), n, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatalf("tainting %s (%t): %v", node, on, err)
 	}
 }
 
