@@ -1,11 +1,15 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
@@ -32,6 +36,8 @@ func TestLostAnswerIsResolved(t *testing.T) {
 			http.StatusOK, "Start updating pod default/p\n"},
 		{"delete done, answer lost, link dead, nothing heard", "upgrade", func(l *link) { l.lose.Store(true); l.dieAfter.Store(true) }, false,
 			http.StatusServiceUnavailable, "whether it was deleted is not known yet"},
+		{"delete done, pod terminating, answer lost", "upgrade", func(l *link) { l.lose.Store(true); l.terminate.Store(true) }, false,
+			http.StatusOK, "Start updating pod default/p\n"},
 		{"delete lost on the way", "upgrade", func(l *link) { l.drop.Store(true) }, false,
 			http.StatusServiceUnavailable, "the pod is still there, not deleted"},
 		{"pull request done, answer lost", "imagepull", func(l *link) { l.lose.Store(true) }, false,
@@ -128,5 +134,29 @@ func TestQueuedPullWhoseAnswerWasLost(t *testing.T) {
 	}
 	if c := podcondition.Get(&obj.(*corev1.Pod).Status, podcondition.ImageReady); c == nil || c.Reason != podcondition.ReasonPullImageRequested {
 		t.Errorf("got %v, want %s recorded", c, podcondition.ReasonPullImageRequested)
+	}
+}
+
+// TestAmbiguous: only a 4xx API error says for sure that a write was not
+// done.
+func TestAmbiguous(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewConflict(podsResource, "p", errors.New("precondition")), false},
+		{apierrors.NewNotFound(podsResource, "p"), false},
+		{apierrors.NewForbidden(podsResource, "p", errors.New("denied")), false},
+		{apierrors.NewTooManyRequests("slow down", 1), false},
+		{apierrors.NewInternalError(errors.New("etcd")), true},
+		{apierrors.NewTimeoutError("the server was slow", 1), true},
+		{apierrors.NewServiceUnavailable("down"), true},
+		{context.DeadlineExceeded, true},
+		{errAnswerLost, true},
+		{&net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, true},
+	} {
+		if got := ambiguous(tc.err); got != tc.want {
+			t.Errorf("%v: got %t, want %t", tc.err, got, tc.want)
+		}
 	}
 }

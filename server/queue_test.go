@@ -51,10 +51,11 @@ func eventually(t testing.TB, what string, cond func() bool) {
 // (and with dieAfter set the link is cut right after); with drop set, it is
 // lost on the way there. All are atomics because the agent's queue calls the
 // fake from its own goroutine, and the fake's reactor chain must not change
-// while it runs.
+// while it runs. With terminate set, a delete that gets through leaves the
+// pod terminating (as a finalizer does) instead of gone.
 type link struct {
-	cut, lose, dieAfter, drop atomic.Bool
-	refuse                    atomic.Pointer[error]
+	cut, lose, dieAfter, drop, terminate atomic.Bool
+	refuse                               atomic.Pointer[error]
 }
 
 // errLinkDown is what a dead link answers.
@@ -76,7 +77,7 @@ func (l *link) install(client *fake.Clientset) {
 			case write && l.drop.Load():
 				return true, nil, errAnswerLost
 			case write && l.lose.Load():
-				if _, _, err := carryOut(a); err != nil {
+				if err := l.carryOut(client, carryOut, a); err != nil {
 					return true, nil, err
 				}
 				if l.dieAfter.Load() {
@@ -90,6 +91,23 @@ func (l *link) install(client *fake.Clientset) {
 			return false, nil, nil
 		})
 	}
+}
+
+// carryOut does what the API server does with a write that gets through.
+func (l *link) carryOut(client *fake.Clientset, react k8stesting.ReactionFunc, a k8stesting.Action) error {
+	del, ok := a.(k8stesting.DeleteAction)
+	if !ok || !l.terminate.Load() {
+		_, _, err := react(a)
+		return err
+	}
+	obj, err := client.Tracker().Get(podsGVR, del.GetNamespace(), del.GetName())
+	if err != nil {
+		return err
+	}
+	pod := obj.(*corev1.Pod).DeepCopy()
+	now := metav1.Now()
+	pod.DeletionTimestamp = &now
+	return client.Tracker().Update(podsGVR, pod, pod.Namespace)
 }
 
 // offlineFixture is a fixture with a state directory whose API server link
