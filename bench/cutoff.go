@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/health"
 )
 
@@ -88,6 +92,12 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 		return f, err
 	}
 	progress("cut-off: %d Ready nodes done in %s", len(ready), f.readyDone.wall)
+	// The last wave is still in flight until its nodes' heartbeats prove
+	// them alive, and holds the budget meanwhile: reconnecting now would
+	// time that wait, not the controller's reaction to a returning node.
+	if err := waitSettled(ctx, s, cutoffNamespace, "ota", len(ready)); err != nil {
+		return f, err
+	}
 	if err := reconnect(ctx, s, &f, pods, nodes, cut); err != nil {
 		return f, err
 	}
@@ -95,6 +105,25 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 		return f, err
 	}
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, cutoffNamespace))
+}
+
+// waitSettled waits until the controller's rollout status of DaemonSet ns/ds
+// shows n nodes updated and none in flight.
+func waitSettled(ctx context.Context, s *session, ns, ds string, n int) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleTimeout, true, func(ctx context.Context) (bool, error) {
+		got, err := s.cluster.Client.AppsV1().DaemonSets(ns).Get(ctx, ds, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = got.Annotations[controller.RolloutStatusAnnotation]
+		var st controller.RolloutStatus
+		return json.Unmarshal([]byte(last), &st) == nil && st.Updated >= n && st.InFlight == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d settled nodes in the rollout status of DaemonSet %s/%s (last: %s): %w", n, ns, ds, last, err)
+	}
+	return nil
 }
 
 // reconnect brings the cut nodes back at once and records, per node, the

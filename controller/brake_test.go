@@ -257,6 +257,32 @@ func TestFailureRecordedBeforeTheNextDeletion(t *testing.T) {
 	}
 }
 
+// TestStatusWrittenAfterTheDeletions: without a new failure to record, the
+// sync deletes first and writes the rollout status after, so that the write
+// never delays a deletion the budget allows; a failing write still deletes.
+func TestStatusWrittenAfterTheDeletions(t *testing.T) {
+	for _, patchFails := range []bool{false, true} {
+		f := newFixture(t, cluster(advancedDaemonSet("2"), readyNodes(6))...)
+		if patchFails {
+			f.client.PrependReactor("patch", "daemonsets", func(core.Action) (bool, runtime.Object, error) {
+				return true, nil, errorString("etcd is down")
+			})
+		}
+		err := f.c.sync(f.ctx, testDSKey)
+		if got := (err != nil); got != patchFails {
+			t.Errorf("status write failing %v: got error %v, want one only when it fails (to retry)", patchFails, err)
+		}
+		var order []string
+		for _, a := range f.allWrites() {
+			order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+		want := []string{"delete pods", "delete pods", "patch daemonsets"}
+		if !slices.Equal(order, want) {
+			t.Errorf("status write failing %v: got writes %v, want %v", patchFails, order, want)
+		}
+	}
+}
+
 // TestFailureRecordRebuiltByAFreshController: a controller that fails two
 // nodes and halts writes the record; a fresh controller (restart, new
 // leader) reading only its caches and that annotation halts too, even though

@@ -47,21 +47,24 @@ func (e *expectations) expectDeletions(key string, pods map[types.UID]string) {
 
 // deletionObserved records that a pod is gone, or that its deletion failed and
 // will not be observed; its node now awaits a replacement when replace is set.
-func (e *expectations) deletionObserved(key string, uid types.UID, replace bool) {
+// It reports whether this was the last deletion key waited for: a sync may
+// have stopped short for it.
+func (e *expectations) deletionObserved(key string, uid types.UID, replace bool) (nowSatisfied bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	x, ok := e.byKey[key]
 	if !ok {
-		return
+		return false
 	}
 	node, ok := x.pending[uid]
 	if !ok {
-		return
+		return false
 	}
 	delete(x.pending, uid)
 	if replace {
 		x.replacing[node] = e.now().Add(expectationsTTL)
 	}
+	return len(x.pending) == 0
 }
 
 // satisfied reports whether every deletion issued for key was observed, or the

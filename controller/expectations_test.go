@@ -17,11 +17,18 @@ func TestExpectations(t *testing.T) {
 		t.Fatal("got unsatisfied with nothing expected, want satisfied")
 	}
 	e.expectDeletions(key, map[types.UID]string{"a": "node-a", "b": "node-b"})
-	e.deletionObserved(key, "a", true)
+	if e.deletionObserved(key, "a", true) {
+		t.Error("got the last deletion observed with b pending, want not")
+	}
 	if e.satisfied(key) {
 		t.Error("got satisfied with b pending, want unsatisfied")
 	}
-	e.deletionObserved(key, "b", false) // failed: no replacement coming
+	if !e.deletionObserved(key, "b", false) { // failed: no replacement coming
+		t.Error("got b not the last deletion observed, want it to be")
+	}
+	if e.deletionObserved(key, "b", false) {
+		t.Error("got b observed twice as the last deletion, want once")
+	}
 	if !e.satisfied(key) {
 		t.Error("got unsatisfied with all observed, want satisfied")
 	}

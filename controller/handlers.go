@@ -186,16 +186,19 @@ func (c *Controller) updatePod(old, obj any) {
 }
 
 // deletePod observes a deletion the controller expects, then enqueues the
-// pod's DaemonSet.
+// pod's DaemonSet: at once when it was the last deletion the DaemonSet waited
+// for (a sync that found budget freed meanwhile stopped short for it, and
+// deletes now), batched otherwise.
 func (c *Controller) deletePod(obj any) {
 	pod, ok := unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
 	}
-	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
-		c.expectations.deletionObserved(key, pod.UID, true)
-	}
 	c.written.forgetPod(pod.UID)
+	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" && c.expectations.deletionObserved(key, pod.UID, true) {
+		c.queue.Add(key)
+		return
+	}
 	c.enqueuePodOwner(pod)
 }
 

@@ -76,6 +76,30 @@ func TestTerminatingPodObservesExpectation(t *testing.T) {
 	}
 }
 
+// TestLastAwaitedDeletionSyncsAtOnce: a sync that found budget freed while
+// a deletion was still unseen stopped short; the event of the last deletion
+// it waited for queues it at once, not after the pod event batch. Other pod
+// deletions stay batched.
+func TestLastAwaitedDeletionSyncsAtOnce(t *testing.T) {
+	pods := []*corev1.Pod{newPod("pod-0", "node-0", oldHash), newPod("pod-1", "node-1", oldHash), newPod("pod-2", "node-2", oldHash)}
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(3))...)
+	f.c.expectations.expectDeletions(testDSKey, map[types.UID]string{pods[0].UID: "node-0", pods[1].UID: "node-1"})
+	// The batched keys come due after podEventBatch: the checks of none
+	// ready come first, right after their events.
+	for _, step := range []struct {
+		pod  *corev1.Pod
+		want int
+	}{{pods[2], 0}, {pods[0], 0}, {pods[1], 1}} { // never awaited, awaited, last awaited
+		f.c.deletePod(step.pod)
+		if got := f.c.queue.Len(); got != step.want {
+			t.Errorf("after deleting %s: got %d keys ready in the queue, want %d", step.pod.Name, got, step.want)
+		}
+	}
+	if key, _ := f.c.queue.Get(); key != testDSKey {
+		t.Errorf("got %q queued, want %q", key, testDSKey)
+	}
+}
+
 // TestDaemonSetStatusUpdatesAreDropped: the native controller rewrites a
 // DaemonSet's status on every pod change of a rollout; only the part a sync
 // reads (desiredNumberScheduled, for nodes whose pod is missing) enqueues it.

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,29 +52,21 @@ func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key stri
 	}
 	scope := c.newScope(&cfg, names, func(n string) bool { return nodes[n].newPod != nil || offeredOn[n] })
 	admitted, held := scope.admit(fresh)
-	status := RolloutStatus{
-		Revision: target.number, Hash: target.hash, Updated: a.settled, Total: len(nodes),
-		InFlight: a.inFlight, Skipped: a.skipped, Failed: record.status(), HeldBack: len(held),
-		Paused: cfg.paused, Halted: record.count() >= cfg.maxFailed,
-	}
-	switch {
-	case status.Halted:
-		status.Reason = fmt.Sprintf("%d upgraded nodes failed (max-failed %d)", status.Failed.Count, cfg.maxFailed)
-	case cfg.paused:
-		status.Reason = PausedAnnotation + " is true"
-		status.HeldBack += len(admitted)
-	}
-	written, err := c.updateRolloutStatus(ctx, ds, key, statusValue, prev, status, record.describe())
-	if err != nil {
-		return err
-	}
-	if record.grew() && !written {
-		return nil // offers change only once the failures are recorded
-	}
+	status := newRolloutStatus(target, &a, record, &cfg, len(nodes), len(held), len(admitted), "upgraded nodes")
+	return c.publish(ctx, ds, key, statusValue, prev, status, record, func() error {
+		return c.offer(ctx, ds, target, &cfg, &status, scope, pods, standing, admitted)
+	})
+}
 
-	offer := map[*corev1.Pod]bool{}
+// offer writes PodNeedUpgrade on every live pod: True on the target's offers
+// (admitted, and standing ones), False with the reason on the others, and
+// serves their pre-pull requests.
+func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target revision, cfg *settings, status *RolloutStatus,
+	scope *scope, pods []*corev1.Pod, standing map[*corev1.Pod]bool, admitted []*corev1.Pod) error {
+	revisionMessage := podcondition.RevisionMessage(target.hash)
+	offered := map[*corev1.Pod]bool{} // admitted, and not paused
 	for _, p := range admitted {
-		offer[p] = !cfg.paused
+		offered[p] = !cfg.paused
 	}
 	var tasks []func(context.Context) error
 	for _, pod := range pods {
@@ -92,11 +83,11 @@ func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key stri
 		case standing[pod]:
 			// An offer made stands, paused or not.
 			want.Status = corev1.ConditionTrue
-		case offer[pod]:
+		case offered[pod]:
 			want.Status = corev1.ConditionTrue
 		default:
 			// Held back by pause, selector or partition.
-			want.Reason, want.Message = podcondition.ReasonNotOffered, podcondition.FailureMessage(target.hash, notOfferedWhy(&cfg, scope, pod))
+			want.Reason, want.Message = podcondition.ReasonNotOffered, podcondition.FailureMessage(target.hash, notOfferedWhy(cfg, scope, pod))
 		}
 		if task := c.conditionTask(pod, want); task != nil {
 			tasks = append(tasks, task)

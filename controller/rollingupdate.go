@@ -64,11 +64,6 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 		c.queue.AddAfter(key, a.recheck)
 	}
 
-	status := RolloutStatus{
-		Revision: target.number, Hash: target.hash, Updated: a.settled, Total: total,
-		InFlight: a.inFlight + len(awaiting) + missing, Skipped: a.skipped, Failed: record.status(),
-		Paused: cfg.paused, Halted: record.count() >= cfg.maxFailed,
-	}
 	// The operator's controls: the selector and partition hold some nodes
 	// back; a pause holds back all.
 	names := make([]string, 0, len(nodes)+len(awaiting))
@@ -81,26 +76,18 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 		return !ok || np.newPod != nil || np.oldPod == nil // awaiting, upgraded, or in flight
 	})
 	admitted, held := scope.admit(append(slices.Clone(a.replaceNow), a.candidates...))
-	status.HeldBack = len(held)
-	switch {
-	case status.Halted:
-		status.Reason = fmt.Sprintf("%d nodes failed (max-failed %d)", status.Failed.Count, cfg.maxFailed)
-	case cfg.paused:
-		status.Reason = PausedAnnotation + " is true"
-		status.HeldBack += len(admitted)
-	}
-	// The failure record is written before any further deletion, so that a
-	// restarted controller or a new leader, rebuilding from the caches and
-	// this annotation, halts exactly where this one would.
-	written, err := c.updateRolloutStatus(ctx, ds, key, statusValue, prev, status, record.describe())
-	if err != nil {
-		return err
-	}
-	if record.grew() && !written {
-		logger.V(2).Info("Holding deletions until the failure record is written", "failed", status.Failed.Count)
-		return nil
-	}
+	a.inFlight += len(awaiting) + missing
+	status := newRolloutStatus(target, &a, record, &cfg, total, len(held), len(admitted), "nodes")
+	return c.publish(ctx, ds, key, statusValue, prev, status, record, func() error {
+		return c.deleteWithinBudget(ctx, ds, key, target, &cfg, &a, &status, admitted)
+	})
+}
 
+// deleteWithinBudget deletes the admitted pods the budget allows: the old
+// pods that are down anyway, then the candidates in node name order.
+func (c *Controller) deleteWithinBudget(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision,
+	cfg *settings, a *assessment, status *RolloutStatus, admitted []*corev1.Pod) error {
+	logger := klog.FromContext(ctx)
 	var toDelete []*corev1.Pod
 	if !status.Halted && !cfg.paused {
 		// Replacing an old pod that is down anyway costs no budget, and frees
@@ -122,9 +109,9 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	if len(toDelete) > 0 {
 		verbosity = 2
 	}
-	logger.V(verbosity).Info("Rolling update", "nodes", total, "maxUnavailable", cfg.maxUnavailable,
+	logger.V(verbosity).Info("Rolling update", "nodes", status.Total, "maxUnavailable", cfg.maxUnavailable,
 		"unavailable", a.unavailable, "inFlight", status.InFlight, "failed", status.Failed.Count, "maxFailed", cfg.maxFailed,
-		"halted", status.Halted, "paused", cfg.paused, "withoutPod", missing, "candidates", len(a.candidates), "deleting", len(toDelete),
+		"halted", status.Halted, "paused", cfg.paused, "candidates", len(a.candidates), "deleting", len(toDelete),
 		"daemonSetResourceVersion", ds.ResourceVersion, "podsResourceVersion", a.newestPodVersion)
 	return c.deletePods(ctx, ds, key, target.hash, toDelete)
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 )
 
 // recordedFailedNodes is how many failed nodes the rollout status names; past
@@ -233,6 +234,53 @@ func (r *failureRecord) describe() string {
 		fmt.Fprintf(&b, "; and %d more", more)
 	}
 	return b.String()
+}
+
+// newRolloutStatus summarises an assessment of total nodes for the
+// annotation, and says why the rollout is halted or paused if it is; failed
+// names what failed ("nodes", "upgraded nodes"). A pause holds back the
+// admitted nodes as well as those the selector and partition hold.
+func newRolloutStatus(target revision, a *assessment, record *failureRecord, cfg *settings, total, held, admitted int, failed string) RolloutStatus {
+	s := RolloutStatus{
+		Revision: target.number, Hash: target.hash, Updated: a.settled, Total: total,
+		InFlight: a.inFlight, Skipped: a.skipped, Failed: record.status(), HeldBack: held,
+		Paused: cfg.paused, Halted: record.count() >= cfg.maxFailed,
+	}
+	switch {
+	case s.Halted:
+		s.Reason = fmt.Sprintf("%d %s failed (max-failed %d)", s.Failed.Count, failed, cfg.maxFailed)
+	case cfg.paused:
+		s.Reason = PausedAnnotation + " is true"
+		s.HeldBack += admitted
+	}
+	return s
+}
+
+// publish writes the rollout status around act, the sync's deletions or
+// offers:
+//   - before act when the failure record grew: nothing more may be deleted or
+//     offered until the record is written, so that a restarted controller or
+//     a new leader, rebuilding from the caches and the annotation, halts
+//     exactly where this one would; until the write is due (the writes are
+//     paced), act waits for the sync it queued;
+//   - after act otherwise, so that the write never delays a deletion that
+//     the budget allows.
+func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
+	status RolloutStatus, record *failureRecord, act func() error) error {
+	if record.grew() {
+		written, err := c.updateRolloutStatus(ctx, ds, key, current, prev, status, record.describe())
+		if err != nil {
+			return err
+		}
+		if !written {
+			klog.FromContext(ctx).V(2).Info("Holding deletions and offers until the failure record is written", "failed", status.Failed.Count)
+			return nil
+		}
+		return act()
+	}
+	actErr := act()
+	_, err := c.updateRolloutStatus(ctx, ds, key, current, prev, status, record.describe())
+	return errors.Join(actErr, err)
 }
 
 // updateRolloutStatus writes status when it differs from the current one

@@ -28,6 +28,7 @@ type options struct {
 	leaseNamespace string
 	metricsAddress string
 	healthzAddress string
+	profiling      bool
 }
 
 func main() {
@@ -45,6 +46,7 @@ func main() {
 	fs.StringVar(&opts.leaseNamespace, "leader-elect-namespace", namespace, "namespace of the Lease \""+leaseName+"\" (default $POD_NAMESPACE, else "+defaultNamespace+")")
 	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")
 	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
+	fs.BoolVar(&opts.profiling, "profiling", false, "also serve Go's profiles at /debug/pprof/ on --metrics-bind-address, as kube-controller-manager's --profiling does; off by default, since a profile shows what the process holds")
 	command.Main(fs, func(ctx context.Context) error { return run(ctx, opts) })
 }
 
@@ -57,6 +59,9 @@ func (o options) validate() error {
 	}
 	if o.burst < 1 {
 		return fmt.Errorf("--kube-api-burst %d must be at least 1", o.burst)
+	}
+	if o.profiling && o.metricsAddress == "0" {
+		return errors.New("--profiling needs --metrics-bind-address, which serves the profiles")
 	}
 	if o.leaderElect && o.leaseNamespace == "" {
 		return errors.New("--leader-elect-namespace must not be empty when --leader-elect is set")

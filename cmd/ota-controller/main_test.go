@@ -21,6 +21,8 @@ func TestValidate(t *testing.T) {
 		{"zero burst", func(o *options) { o.burst = 0 }, "--kube-api-burst"},
 		{"lease namespace empty", func(o *options) { o.leaseNamespace = "" }, "--leader-elect-namespace"},
 		{"metrics address without port", func(o *options) { o.metricsAddress = "8080" }, "--metrics-bind-address"},
+		{"profiling", func(o *options) { o.profiling = true }, ""},
+		{"profiling without the metrics server", func(o *options) { o.profiling, o.metricsAddress = true, "0" }, "--profiling"},
 		{"probe address without port", func(o *options) { o.healthzAddress = "localhost" }, "--health-probe-bind-address"},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,12 +21,20 @@ const drainTimeout = 5 * time.Second
 type servers []*http.Server
 
 // startServers listens on the metrics and probe addresses (those not "0") and
-// serves in the background. /healthz fails when the leader stops renewing its
+// serves in the background; the metrics address serves the profiles too with
+// --profiling. /healthz fails when the leader stops renewing its
 // Lease, so the kubelet restarts a wedged leader; /readyz says the process
 // serves.
 func startServers(ctx context.Context, o options, registry *prometheus.Registry, leader *leaderelection.HealthzAdaptor) (servers, error) {
 	metrics := http.NewServeMux()
 	metrics.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	if o.profiling {
+		metrics.HandleFunc("/debug/pprof/", pprof.Index)
+		metrics.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		metrics.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		metrics.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		metrics.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 
 	probes := http.NewServeMux()
 	probes.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
