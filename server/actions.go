@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
@@ -198,10 +199,14 @@ func (s *Server) attempt(ctx context.Context, a queuedAction) (step, string) {
 	if a.Action == ActionUpgrade && s.queue.has(a.Namespace, a.Name, ActionImagePull) {
 		return stepWait, "the image pre-pull queued for the pod has not run yet"
 	}
+	pod, err := s.livePod(ctx, a.Namespace, a.Name)
+	if a.DeleteSent && s.deleteLanded(a, pod, err) {
+		// An earlier pass sent the delete and lost its answer.
+		return stepDone, upgradeStarted(a.Namespace, a.Name)
+	}
 	if err := s.auth.reauthorize(a.Caller, accessUpgrade); err != nil {
 		return stepRefused, fmt.Sprintf("%s is no longer allowed to act: %s", a.callerName(), status.Convert(err).Message())
 	}
-	pod, err := s.livePod(ctx, a.Namespace, a.Name)
 	switch code := status.Code(err); {
 	case err == nil:
 	case code == codes.Unavailable:
@@ -230,6 +235,13 @@ func (s *Server) attempt(ctx context.Context, a queuedAction) (step, string) {
 			}
 			return stepWait, status.Convert(err).Message()
 		}
+		if current, err := s.queue.markDeleteSent(a); err != nil {
+			// The delete is sent all the same: only a lost answer followed by
+			// a restart would then be misread, as the pod gone.
+			klog.FromContext(ctx).Error(err, "Storing that a queued upgrade's delete is sent", "pod", klog.KObj(pod))
+		} else if !current {
+			return stepWait, "replaced or cancelled meanwhile"
+		}
 		err = s.deleteForUpgrade(ctx, pod, target)
 	case ActionImagePull:
 		err = s.requestPull(ctx, pod, target)
@@ -246,6 +258,25 @@ func (s *Server) attempt(ctx context.Context, a queuedAction) (step, string) {
 	default:
 		return stepRefused, status.Convert(err).Message()
 	}
+}
+
+// deleteLanded reports whether the pod a queued upgrade sent a delete for
+// is gone or terminating, as the live read found it (pod, err) or, while the
+// API server is out of reach, as the pod cache saw it.
+func (s *Server) deleteLanded(a queuedAction, pod *corev1.Pod, err error) bool {
+	switch status.Code(err) {
+	case codes.OK:
+		if pod.UID != a.PodUID {
+			pod = nil
+		}
+		return deleted(pod)
+	case codes.NotFound:
+		return true
+	case codes.Unavailable:
+		cached, known := s.cachedPod(a.Namespace, a.Name, a.PodUID)
+		return known && deleted(cached)
+	}
+	return false
 }
 
 func orNone(revision string) string {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -38,9 +39,10 @@ type appMemory struct {
 	// controller marks every pod of an OTA DaemonSet, and a new pod is
 	// marked only a moment after it is created.
 	ota bool
-	// pod and revision are the current pod seen last, and its revision;
-	// offered is the newer revision it was offered, if any.
+	// pod, podName and revision are the current pod seen last, and its
+	// revision; offered is the newer revision it was offered, if any.
 	pod      types.UID
+	podName  string
 	revision string
 	offered  string
 	// upgrade follows a replacement of the app's pod; nil when none is under
@@ -58,6 +60,7 @@ type appMemory struct {
 // health.Judge from since on.
 type replacement struct {
 	old     types.UID // the replaced pod
+	oldName string    // and its name
 	target  string    // the revision it was replaced for, "" if unknown
 	since   time.Time // when the agent saw the replacement start
 	settled bool      // the new pod has been available: UPGRADED
@@ -202,11 +205,11 @@ func (r phaseRule) follow(in *appInput, mem *appMemory, need *corev1.PodConditio
 		if old != nil && old.Status == corev1.ConditionTrue {
 			t, _ = podcondition.Revision(old.Message)
 		}
-		mem.upgrade = &replacement{old: in.deleting.UID, target: t, since: now}
+		mem.upgrade = &replacement{old: in.deleting.UID, oldName: in.deleting.Name, target: t, since: now}
 	case in.current != nil && mem.pod != "" && in.current.UID != mem.pod &&
 		(mem.upgrade == nil || mem.upgrade.old != mem.pod):
 		// A new pod replaced the one seen last, its deletion unseen.
-		mem.upgrade = &replacement{old: mem.pod, since: in.current.CreationTimestamp.Time}
+		mem.upgrade = &replacement{old: mem.pod, oldName: mem.podName, since: in.current.CreationTimestamp.Time}
 		if in.current.Labels[revisionLabel] == mem.revision {
 			// The same revision: a restart, not an upgrade.
 			mem.upgrade = nil
@@ -215,13 +218,13 @@ func (r phaseRule) follow(in *appInput, mem *appMemory, need *corev1.PodConditio
 		(mem.upgrade == nil || mem.upgrade.old != mem.pod):
 		// The pod seen last is gone, its deletion unseen, while a newer
 		// version was offered: an upgrade, whose new pod is yet to come.
-		mem.upgrade = &replacement{old: mem.pod, target: mem.offered, since: now}
+		mem.upgrade = &replacement{old: mem.pod, oldName: mem.podName, target: mem.offered, since: now}
 	case mem.upgrade != nil && mem.upgrade.settled && target != "":
 		// A newer version is offered after the upgrade: the next change.
 		mem.upgrade = nil
 	}
 	if in.current != nil {
-		mem.pod, mem.revision, mem.offered = in.current.UID, in.current.Labels[revisionLabel], target
+		mem.pod, mem.podName, mem.revision, mem.offered = in.current.UID, in.current.Name, in.current.Labels[revisionLabel], target
 	}
 }
 
@@ -250,6 +253,12 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 		// The upgrade's new pod: the one rule, with the deadline.
 		verdict = health.Judge(pod, mem.upgrade.since, 0, deadline, now)
 		mem.upgrade.settled = verdict.State == health.Settled
+	case pod == nil && mem.upgrade != nil && !mem.upgrade.settled:
+		// The old pod is gone or going and its replacement is not on the
+		// node yet: a pod that does not exist has no status, so the one rule
+		// judges it on nothing, progressing until the deadline and then
+		// ProgressDeadlineExceeded.
+		verdict = replacementPending(in, mem.upgrade, health.Judge(&corev1.Pod{}, mem.upgrade.since, 0, deadline, now))
 	case pod != nil:
 		// Any other pod fails only at once: it has no deadline to meet.
 		verdict = health.Judge(pod, pod.CreationTimestamp.Time, 0, 0, now)
@@ -303,6 +312,27 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 		// Nothing newer is offered.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UP_TO_DATE, "", "", pod.CreationTimestamp.Time}, 0
 	}
+}
+
+// ReasonReplacementPending is an UPGRADING app's reason while its old pod is
+// gone or terminating and no replacement is on the node yet.
+const ReasonReplacementPending = "ReplacementPending"
+
+// replacementPending words health.Judge's verdict on an app with no current
+// pod: the replacement is pending until the deadline, and has failed to
+// appear after it.
+func replacementPending(in *appInput, up *replacement, v health.Verdict) health.Verdict {
+	old := "is gone"
+	if in.deleting != nil {
+		old = "is terminating"
+	}
+	if v.State == health.Failed {
+		v.Message = fmt.Sprintf("pod %s %s and no replacement appeared on this node: %s", up.oldName, old, v.Message)
+		return v
+	}
+	v.Reason = ReasonReplacementPending
+	v.Message = fmt.Sprintf("pod %s %s; its replacement is not on this node yet", up.oldName, old)
+	return v
 }
 
 // reasonQueued is a QUEUED app's reason.

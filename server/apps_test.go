@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -260,5 +261,48 @@ func TestAppLastTransitionTime(t *testing.T) {
 	deleted := appPod("p", "r1", needs("r2"), deleting())
 	if got := look(r, mem, changedAt, deleted).GetLastTransitionTime().AsTime(); !got.Equal(changedAt) {
 		t.Errorf("after a change: got %s, want %s", got, changedAt)
+	}
+}
+
+// TestAppWithoutReplacement: the old pod gone (its deletion seen or not) and
+// no replacement on the node: UPGRADING with the replacement pending, saying
+// so, until the deadline; FAILED after it, by health.Judge's deadline rule,
+// and still shown; a replacement that turns up late and runs is UPGRADED.
+func TestAppWithoutReplacement(t *testing.T) {
+	for _, seen := range []bool{true, false} {
+		name := "deletion seen"
+		if !seen {
+			name = "vanished in the middle of an offer"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := phaseRule{deadline: 10 * time.Minute}
+			mem := &appMemory{}
+			look(r, mem, appT0, appPod("demo-old", "r1", needs("r2")))
+			if seen {
+				app := look(r, mem, appT0.Add(time.Second), appPod("demo-old", "r1", needs("r2"), deleting()))
+				if app.GetPhase() != upgrading || app.GetReason() != ReasonReplacementPending || !strings.Contains(app.GetMessage(), "pod demo-old is terminating") {
+					t.Errorf("terminating: got %s %q %q, want %s %s naming the terminating pod", app.GetPhase(), app.GetReason(), app.GetMessage(), upgrading, ReasonReplacementPending)
+				}
+			}
+			steps := []struct {
+				name       string
+				at         time.Duration
+				pods       []*corev1.Pod
+				want       edgeotav1.UpgradePhase
+				wantReason string
+				wantInMsg  string
+			}{
+				{"gone", 2 * time.Second, nil, upgrading, ReasonReplacementPending, "pod demo-old is gone; its replacement is not on this node yet"},
+				{"past the deadline", 11 * time.Minute, nil, failed, health.ReasonProgressDeadlineExceeded, "no replacement appeared on this node: not available within 10m0s"},
+				{"still failed", time.Hour, nil, failed, health.ReasonProgressDeadlineExceeded, "pod demo-old is gone"},
+				{"a replacement turns up and runs", 2 * time.Hour, []*corev1.Pod{appPod("demo-new", "r2", upToDateMark())}, upgraded, "", ""},
+			}
+			for _, s := range steps {
+				app := look(r, mem, appT0.Add(s.at), s.pods...)
+				if app.GetPhase() != s.want || app.GetReason() != s.wantReason || !strings.Contains(app.GetMessage(), s.wantInMsg) {
+					t.Errorf("%s: got %s %q %q, want %s %q containing %q", s.name, app.GetPhase(), app.GetReason(), app.GetMessage(), s.want, s.wantReason, s.wantInMsg)
+				}
+			}
+		})
 	}
 }

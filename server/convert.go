@@ -49,56 +49,58 @@ func timeToProto(t *metav1.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t.Time)
 }
 
+// mapEach maps every element of in, in order; nil and empty both give an
+// empty, non-nil slice.
+func mapEach[T, P any](in []T, f func(*T) P) []P {
+	out := make([]P, 0, len(in))
+	for i := range in {
+		out = append(out, f(&in[i]))
+	}
+	return out
+}
+
 func ownerRefsToProto(refs []metav1.OwnerReference) []*edgeotav1.OwnerReference {
-	out := make([]*edgeotav1.OwnerReference, 0, len(refs))
-	for _, r := range refs {
-		out = append(out, &edgeotav1.OwnerReference{
+	return mapEach(refs, func(r *metav1.OwnerReference) *edgeotav1.OwnerReference {
+		return &edgeotav1.OwnerReference{
 			ApiVersion:         r.APIVersion,
 			Kind:               r.Kind,
 			Name:               r.Name,
 			Uid:                string(r.UID),
 			Controller:         r.Controller,
 			BlockOwnerDeletion: r.BlockOwnerDeletion,
-		})
-	}
-	return out
+		}
+	})
 }
 
 func containersToProto(cs []corev1.Container) []*edgeotav1.Container {
-	out := make([]*edgeotav1.Container, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, &edgeotav1.Container{Name: c.Name, Image: c.Image})
-	}
-	return out
+	return mapEach(cs, func(c *corev1.Container) *edgeotav1.Container {
+		return &edgeotav1.Container{Name: c.Name, Image: c.Image}
+	})
 }
 
 func conditionsToProto(cs []corev1.PodCondition) []*edgeotav1.PodCondition {
-	out := make([]*edgeotav1.PodCondition, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, &edgeotav1.PodCondition{
+	return mapEach(cs, func(c *corev1.PodCondition) *edgeotav1.PodCondition {
+		return &edgeotav1.PodCondition{
 			Type:               string(c.Type),
 			Status:             string(c.Status),
 			Reason:             c.Reason,
 			Message:            c.Message,
 			LastTransitionTime: timeToProto(&c.LastTransitionTime),
-		})
-	}
-	return out
+		}
+	})
 }
 
 func containerStatusesToProto(ss []corev1.ContainerStatus) []*edgeotav1.ContainerStatus {
-	out := make([]*edgeotav1.ContainerStatus, 0, len(ss))
-	for _, s := range ss {
-		out = append(out, &edgeotav1.ContainerStatus{
+	return mapEach(ss, func(s *corev1.ContainerStatus) *edgeotav1.ContainerStatus {
+		return &edgeotav1.ContainerStatus{
 			Name:         s.Name,
 			Image:        s.Image,
 			ImageId:      s.ImageID,
 			Ready:        s.Ready,
 			RestartCount: s.RestartCount,
 			State:        containerStateToProto(s.State),
-		})
-	}
-	return out
+		}
+	})
 }
 
 func containerStateToProto(s corev1.ContainerState) *edgeotav1.ContainerState {

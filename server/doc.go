@@ -16,14 +16,17 @@
 //   - listpods.go, convert.go: ListPods and the v1.Pod → PodList mapping;
 //     encoding.go: the last PodList's JSON and protobuf encodings, reused
 //     while the cache is unchanged.
-//   - upgrade.go: Upgrade and ImagePull, and the checks they share.
+//   - upgrade.go: Upgrade and ImagePull, the checks they share, and what a
+//     delete or status patch whose answer was lost did (read again by UID,
+//     or as the pod cache saw it).
 //   - queue.go: the queue of actions asked for with queue_if_offline while
 //     the API server is unreachable, kept in the state directory, and their
 //     outcomes; actions.go: queuing them, ListActions, CancelAction, and
 //     RunQueue, which carries them out once the API server answers.
 //   - The owner's view, one entry per app (a DaemonSet with a pod here):
 //     apps.go: grouping pods into apps by owner, following an app across the
-//     replacement of its pod, and its phase (health.Judge decides FAILED);
+//     replacement of its pod, and its phase (health.Judge decides FAILED,
+//     a replacement that never appears included);
 //     upgrades.go: the view kept current from the pod cache, ListUpgrades;
 //     watch.go: WatchUpgrades' bounded fan-out (snapshot, upserts, deletes,
 //     heartbeats, slow readers cut off) over gRPC and its own REST route;

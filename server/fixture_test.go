@@ -81,6 +81,9 @@ type fixtureOptions struct {
 	stateDir *statedir.Dir
 	// queuedActionTTL is the queue's TTL (DefaultQueuedActionTTL when zero).
 	queuedActionTTL time.Duration
+	// link, when set, stands between the agent's live calls and the fake API
+	// server, installed before the agent starts.
+	link *link
 	// upgrades configures the owner's view; target revisions are read from
 	// the fake clientset without jitter unless it says otherwise.
 	upgrades UpgradeOptions
@@ -104,6 +107,9 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		}
 	}
 	client := fake.NewClientset(pods...)
+	if opts.link != nil {
+		opts.link.install(client)
+	}
 	if opts.watcher != nil {
 		client.PrependWatchReactor("pods", k8stesting.DefaultWatchReactor(opts.watcher, nil))
 	}

@@ -63,6 +63,10 @@ type queuedAction struct {
 	Caller    *Identity `json:"caller,omitempty"`
 	QueuedAt  time.Time `json:"queuedAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// DeleteSent is set, on the disk, before an upgrade's delete is sent:
+	// its answer may be lost (a timeout, a power cut), so from then on the
+	// pod with PodUID found gone or terminating means the upgrade started.
+	DeleteSent bool `json:"deleteSent,omitempty"`
 }
 
 // actionKey identifies a queued action: one per pod and action.
@@ -213,6 +217,23 @@ func (q *ActionQueue) finish(a queuedAction, result, message string) (bool, erro
 		return false, nil
 	}
 	q.endLocked(a, result, message)
+	return true, q.saveLocked()
+}
+
+// markDeleteSent records, on the disk, that a's delete is about to be sent,
+// unless a was replaced or cancelled meanwhile (then it reports false).
+func (q *ActionQueue) markDeleteSent(a queuedAction) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	cur, ok := q.actions[a.key()]
+	if !ok || !cur.QueuedAt.Equal(a.QueuedAt) {
+		return false, nil
+	}
+	if cur.DeleteSent {
+		return true, nil
+	}
+	cur.DeleteSent = true
+	q.actions[a.key()] = cur
 	return true, q.saveLocked()
 }
 

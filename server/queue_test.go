@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
@@ -45,19 +46,44 @@ func eventually(t testing.TB, what string, cond func() bool) {
 // link is the fake API server's reachability for the agent's live calls (the
 // cache keeps what it has): cut, every get, delete and patch of a pod fails
 // as a dead link does; with a refusal set, every delete that gets through is
-// refused with it. Both are atomics because the agent's queue calls the fake
-// from its own goroutine, and the fake's reactor chain must not change while
-// it runs.
+// refused with it. With lose set, a delete or patch reaches the API server
+// and is carried out, but its answer is lost as a timed-out request's is
+// (and with dieAfter set the link is cut right after); with drop set, it is
+// lost on the way there. All are atomics because the agent's queue calls the
+// fake from its own goroutine, and the fake's reactor chain must not change
+// while it runs. With terminate set, a delete that gets through leaves the
+// pod terminating (as a finalizer does) instead of gone.
 type link struct {
-	cut    atomic.Bool
-	refuse atomic.Pointer[error]
+	cut, lose, dieAfter, drop, terminate atomic.Bool
+	refuse                               atomic.Pointer[error]
 }
 
-func (l *link) install(f *fixture) {
+// errLinkDown is what a dead link answers.
+var errLinkDown = errors.New(`Get "https://10.0.0.1:6443/api/v1/namespaces/default/pods/p": dial tcp 10.0.0.1:6443: i/o timeout`)
+
+// errAnswerLost is what a request whose answer was lost returns.
+var errAnswerLost = errors.New(`Delete "https://10.0.0.1:6443/api/v1/namespaces/default/pods/p": context deadline exceeded`)
+
+// install puts the link in front of the fake API server; newFixture calls it
+// before the agent starts (see fixtureOptions.link).
+func (l *link) install(client *fake.Clientset) {
+	carryOut := k8stesting.ObjectReaction(client.Tracker())
 	for _, verb := range []string{"get", "delete", "patch"} {
-		f.client.PrependReactor(verb, "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			if l.cut.Load() {
-				return true, nil, errors.New(`Get "https://10.0.0.1:6443/api/v1/namespaces/default/pods/p": dial tcp 10.0.0.1:6443: i/o timeout`)
+		client.PrependReactor(verb, "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			write := a.GetVerb() != "get"
+			switch {
+			case l.cut.Load():
+				return true, nil, errLinkDown
+			case write && l.drop.Load():
+				return true, nil, errAnswerLost
+			case write && l.lose.Load():
+				if err := l.carryOut(client, carryOut, a); err != nil {
+					return true, nil, err
+				}
+				if l.dieAfter.Load() {
+					l.cut.Store(true)
+				}
+				return true, nil, errAnswerLost
 			}
 			if err := l.refuse.Load(); err != nil && a.GetVerb() == "delete" {
 				return true, nil, *err
@@ -67,6 +93,23 @@ func (l *link) install(f *fixture) {
 	}
 }
 
+// carryOut does what the API server does with a write that gets through.
+func (l *link) carryOut(client *fake.Clientset, react k8stesting.ReactionFunc, a k8stesting.Action) error {
+	del, ok := a.(k8stesting.DeleteAction)
+	if !ok || !l.terminate.Load() {
+		_, _, err := react(a)
+		return err
+	}
+	obj, err := client.Tracker().Get(podsGVR, del.GetNamespace(), del.GetName())
+	if err != nil {
+		return err
+	}
+	pod := obj.(*corev1.Pod).DeepCopy()
+	now := metav1.Now()
+	pod.DeletionTimestamp = &now
+	return client.Tracker().Update(podsGVR, pod, pod.Namespace)
+}
+
 // offlineFixture is a fixture with a state directory whose API server link
 // starts cut.
 func offlineFixture(t *testing.T, opts fixtureOptions, objs ...runtime.Object) (*fixture, *link) {
@@ -74,11 +117,10 @@ func offlineFixture(t *testing.T, opts fixtureOptions, objs ...runtime.Object) (
 	if opts.stateDir == nil {
 		opts.stateDir = openStateDir(t)
 	}
-	f := newFixture(t, opts, objs...)
 	l := &link{}
 	l.cut.Store(true)
-	l.install(f)
-	return f, l
+	opts.link = l
+	return newFixture(t, opts, objs...), l
 }
 
 // actions lists the queue over gRPC.
@@ -216,10 +258,9 @@ func TestQueueingChecksTheLastKnownView(t *testing.T) {
 
 // TestQueueingWithoutStateDirIsRefused: no state directory, no queue.
 func TestQueueingWithoutStateDirIsRefused(t *testing.T) {
-	f := newFixture(t, fixtureOptions{}, dsPod("p"))
 	l := &link{}
 	l.cut.Store(true)
-	l.install(f)
+	f := newFixture(t, fixtureOptions{link: l}, dsPod("p"))
 	_, err := f.rpc.Upgrade(context.Background(), &edgeotav1.UpgradeRequest{Namespace: "default", Name: "p", QueueIfOffline: true})
 	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), "--state-dir") {
 		t.Errorf("got %v %q, want FailedPrecondition naming --state-dir", st.Code(), st.Message())

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -10,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
@@ -147,7 +150,11 @@ func prePullFailed(pod *corev1.Pod, target string) bool {
 }
 
 // deleteForUpgrade deletes pod with preconditions on the UID and
-// resourceVersion it was checked at.
+// resourceVersion it was checked at. A delete the API server gave no definite
+// answer to (see ambiguous) may have happened with its answer lost:
+// deleteForUpgrade then finds out (see effectOf) and reports the upgrade
+// started if the pod with that UID is gone or terminating, and Unavailable
+// otherwise, saying whether the pod is known to be still there.
 func (s *Server) deleteForUpgrade(ctx context.Context, pod *corev1.Pod, target string) error {
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
@@ -158,11 +165,120 @@ func (s *Server) deleteForUpgrade(ctx context.Context, pod *corev1.Pod, target s
 		return status.Errorf(codes.Aborted, "pod %s was deleted by someone else meanwhile", klog.KObj(pod))
 	}
 	if err != nil {
-		return apiError(fmt.Sprintf("deleting pod %s", klog.KObj(pod)), s.apiTimeout, err)
+		if err := s.writeFailed(ctx, pod, err, podWrite{
+			action: fmt.Sprintf("deleting pod %s", klog.KObj(pod)), done: deleted,
+			notDone: "the pod is still there, not deleted", happened: "it was deleted",
+		}); err != nil {
+			return err
+		}
 	}
 	klog.FromContext(ctx).Info("Deleted pod to upgrade it", "pod", klog.KObj(pod), "revision", target)
 	return nil
 }
+
+// podWrite is a write to a pod, for writeFailed.
+type podWrite struct {
+	// action says what the write does, as errors start.
+	action string
+	// done tells from the pod with the written pod's UID as it is now (nil:
+	// gone) whether the write happened.
+	done func(*corev1.Pod) bool
+	// notDone says that it did not; happened completes "whether ... is
+	// not known yet".
+	notDone, happened string
+}
+
+// writeFailed answers the failure err of a write to pod. A definite answer
+// is mapped as apiError maps it; an ambiguous one is resolved by effectOf:
+// nil if the write happened after all, Unavailable saying what is known
+// otherwise.
+func (s *Server) writeFailed(ctx context.Context, pod *corev1.Pod, err error, w podWrite) error {
+	failed := apiError(w.action, s.apiTimeout, err)
+	if !ambiguous(err) {
+		return failed
+	}
+	msg := status.Convert(failed).Message()
+	switch s.effectOf(ctx, pod, w.done) {
+	case effectDone:
+		klog.FromContext(ctx).Info("The answer to a write was lost, but the write happened", "pod", klog.KObj(pod), "action", w.action, "err", err)
+		return nil
+	case effectNone:
+		return status.Errorf(codes.Unavailable, "%s; %s", msg, w.notDone)
+	default:
+		return status.Errorf(codes.Unavailable, "%s; the pod could not be read again, so whether %s is not known yet", msg, w.happened)
+	}
+}
+
+// ambiguous reports whether a failed write may nevertheless have happened:
+// the API server gave no definite answer (a timeout, a reset connection, a
+// 5xx), so the request may have been carried out and its answer lost. Only an
+// API error of the 4xx class (refused, conflict, not found, too many
+// requests) says for sure that nothing was done.
+func ambiguous(err error) bool {
+	var apiStatus apierrors.APIStatus
+	if !errors.As(err, &apiStatus) {
+		return true
+	}
+	code := apiStatus.Status().Code
+	return code < http.StatusBadRequest || code >= http.StatusInternalServerError
+}
+
+// effect is what became of a write whose answer was lost.
+type effect int
+
+const (
+	// effectUnknown: neither the API server nor the pod cache could tell.
+	effectUnknown effect = iota
+	// effectNone: the API server shows the pod as it was: nothing happened.
+	effectNone
+	// effectDone: the write happened.
+	effectDone
+)
+
+// effectOf finds out whether a write to pod whose answer was lost took effect,
+// done telling from the pod with pod's UID as it is now (nil: gone) whether it
+// did. It reads the pod again from the API server (with a time limit of its
+// own, even if the caller has gone: the audit log tells the truth too); if
+// the API server is still out of reach, the pod cache, which the watch keeps
+// current, can confirm the write, never deny it (it may lag behind).
+func (s *Server) effectOf(ctx context.Context, pod *corev1.Pod, done func(*corev1.Pod) bool) effect {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.apiTimeout)
+	defer cancel()
+	now, err := s.client.Pods(pod.Namespace).Get(actx, pod.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		now = nil
+	case err != nil:
+		if cached, known := s.cachedPod(pod.Namespace, pod.Name, pod.UID); known && done(cached) {
+			return effectDone
+		}
+		return effectUnknown
+	case now.UID != pod.UID:
+		now = nil
+	}
+	if done(now) {
+		return effectDone
+	}
+	return effectNone
+}
+
+// cachedPod is the pod with that UID as the synced pod cache holds it, nil
+// if the cache holds none (deleted, or replaced by a pod of the same name);
+// known is false while the cache has not synced.
+func (s *Server) cachedPod(namespace, name string, uid types.UID) (pod *corev1.Pod, known bool) {
+	if !s.synced() {
+		return nil, false
+	}
+	pod, err := s.lister.Pods(namespace).Get(name)
+	if err != nil || pod.UID != uid {
+		return nil, true
+	}
+	return pod, true
+}
+
+// deleted tells a pod deleted (nil) or being deleted: what an upgrade's
+// delete does.
+func deleted(pod *corev1.Pod) bool { return pod == nil || pod.DeletionTimestamp != nil }
 
 // requestPull writes PodImageReady=False, reason PullImageRequested, for
 // target, unless a pull of target is already requested or done.
@@ -177,17 +293,29 @@ func (s *Server) requestPull(ctx context.Context, pod *corev1.Pod, target string
 		Reason:  podcondition.ReasonPullImageRequested,
 		Message: podcondition.RevisionMessage(target),
 	}
-	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
-	if c != nil && conditionNames(c, target) && (c.Status == corev1.ConditionTrue || c.Reason == want.Reason) {
+	requested := func(p *corev1.Pod) bool { return p != nil && pullAsked(p, target) }
+	if requested(pod) {
 		return nil
 	}
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
 	if _, err := podcondition.Set(actx, s.client, pod, want, FieldManager); err != nil {
-		return apiError(fmt.Sprintf("requesting an image pre-pull for pod %s", klog.KObj(pod)), s.apiTimeout, err)
+		if err := s.writeFailed(ctx, pod, err, podWrite{
+			action: fmt.Sprintf("requesting an image pre-pull for pod %s", klog.KObj(pod)), done: requested,
+			notDone: "the pod does not record the request", happened: "the request was recorded",
+		}); err != nil {
+			return err
+		}
 	}
 	klog.FromContext(ctx).Info("Requested image pre-pull", "pod", klog.KObj(pod), "revision", target)
 	return nil
+}
+
+// pullAsked reports whether the pod records a pre-pull of target as
+// requested or done.
+func pullAsked(pod *corev1.Pod, target string) bool {
+	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
+	return c != nil && conditionNames(c, target) && (c.Status == corev1.ConditionTrue || c.Reason == podcondition.ReasonPullImageRequested)
 }
 
 // conditionNames reports whether an OTA condition is about revision target,

@@ -195,16 +195,19 @@ func (v *upgradeView) refreshLocked(ctx context.Context, now time.Time) time.Dur
 		if _, ok := inputs[key]; ok {
 			continue
 		}
-		// No pod: the gap of a replacement, shown as UPGRADING until the
-		// deadline; or the app has left the node.
+		// No pod: the gap of a replacement, shown as UPGRADING (replacement
+		// pending) until the deadline and FAILED after it, until a pod of the
+		// app appears; or, with no upgrade under way, the app has left the
+		// node.
 		gap := &appInput{key: key, owner: mem.owner}
 		v.rule.follow(gap, mem, nil, now)
-		if left := mem.upgrade.gapLeft(v.rule.deadline, now); mem.ota && left > 0 {
-			next[key] = v.rule.evaluate(gap, mem, targetInfo{}, now).app
-			soonest(left)
+		if !mem.ota || mem.upgrade == nil || mem.upgrade.settled {
+			delete(v.memory, key)
 			continue
 		}
-		delete(v.memory, key)
+		st := v.rule.evaluate(gap, mem, v.gapTarget(key, mem, offered), now)
+		next[key] = st.app
+		soonest(st.recheck)
 	}
 	v.targets.retain(offered, klog.FromContext(ctx))
 	v.publishLocked(next)
@@ -234,12 +237,15 @@ func (v *upgradeView) syncedAt() *timestamppb.Timestamp {
 	return timestamppb.New(at)
 }
 
-// gapLeft is how long an app without pods is still shown as upgrading.
-func (r *replacement) gapLeft(deadline time.Duration, now time.Time) time.Duration {
-	if r == nil || r.settled {
-		return 0
+// gapTarget is what is known of the revision an app without pods is being
+// replaced for: its progress deadline applies to the gap too.
+func (v *upgradeView) gapTarget(key appKey, mem *appMemory, offered map[targetKey]bool) targetInfo {
+	if mem.upgrade.target == "" {
+		return targetInfo{}
 	}
-	return r.since.Add(deadline).Sub(now)
+	tk := targetKey{Namespace: key.namespace, DaemonSet: key.daemonSet, Owner: mem.owner, Revision: mem.upgrade.target}
+	offered[tk] = true
+	return v.targets.lookup(tk)
 }
 
 // target is what is known of the revision the app's pod is offered, its read

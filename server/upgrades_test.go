@@ -464,3 +464,31 @@ func TestWatchOutlivesTheServerTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchShowsAMissingReplacement: the app's pod, offered a new version,
+// vanishes and no replacement comes: the watch says at once that the
+// replacement is pending, then FAILED at the deadline, and the app stays in
+// the view instead of leaving it.
+func TestWatchShowsAMissingReplacement(t *testing.T) {
+	f := newFixture(t, fixtureOptions{upgrades: UpgradeOptions{Deadline: 300 * time.Millisecond}}, dsPod("p"))
+	stream := f.watchStream(t.Context())
+	if snap := next(t, stream); len(snap.GetApps()) != 1 || snap.GetApps()[0].GetPhase() != upgradeAvailable {
+		t.Fatalf("got %v, want demo UPGRADE_AVAILABLE", snap)
+	}
+	if err := f.client.CoreV1().Pods("default").Delete(t.Context(), "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m := next(t, stream)
+	if app := m.GetApp(); m.GetType() != edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_UPSERT || app.GetPhase() != upgrading ||
+		app.GetReason() != ReasonReplacementPending || app.GetMessage() != "pod p is gone; its replacement is not on this node yet" {
+		t.Fatalf("got %v, want an upsert of demo UPGRADING, replacement pending", m)
+	}
+	m = next(t, stream)
+	if app := m.GetApp(); m.GetType() != edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_UPSERT || app.GetPhase() != failed ||
+		app.GetReason() != health.ReasonProgressDeadlineExceeded || !strings.Contains(app.GetMessage(), "no replacement appeared on this node") {
+		t.Fatalf("got %v, want an upsert of demo FAILED, no replacement", m)
+	}
+	if apps := f.eventuallyApps("demo listed", func(a []*edgeotav1.App) bool { return len(a) == 1 }); apps[0].GetPhase() != failed {
+		t.Errorf("ListUpgrades: got %v, want demo FAILED", apps)
+	}
+}

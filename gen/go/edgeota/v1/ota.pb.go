@@ -8,8 +8,10 @@
 // the owner, not the cluster, decides when the node's DaemonSet pods upgrade.
 //
 // The HTTP mapping lives beside this file in ota_http.yaml (grpc-gateway's
-// service configuration). Paths and JSON bodies stay compatible with the
-// OpenYurt and ACK Edge node agents, so existing scripts keep working.
+// service configuration), and the OpenAPI options (the 202 Accepted of a
+// queued ImagePull or Upgrade) in ota_openapi.yaml. Paths and JSON bodies
+// stay compatible with the OpenYurt and ACK Edge node agents, so existing
+// scripts keep working.
 
 package edgeotav1
 

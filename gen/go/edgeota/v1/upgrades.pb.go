@@ -53,6 +53,10 @@ const (
 	UpgradePhase_UPGRADE_PHASE_QUEUED UpgradePhase = 6
 	// The old pod is deleted (or being deleted) and the new one is not
 	// available yet; reason and message say what it waits on, if anything.
+	// While no pod of the app is on the node (the old one gone or
+	// terminating, its replacement not created or not placed here yet), the
+	// reason is "ReplacementPending" and the message names the old pod; if
+	// no replacement appears by the upgrade deadline, the app is FAILED.
 	UpgradePhase_UPGRADE_PHASE_UPGRADING UpgradePhase = 7
 	// The new pod is available at the target revision. Shown until the app's
 	// next change; after an agent restart it may show as UP_TO_DATE.
@@ -60,6 +64,9 @@ const (
 	// The app's new pod does not run: a container in CrashLoopBackOff or with
 	// a configuration error, or not available by the upgrade deadline (image
 	// pull errors count only then). reason and message are the container's own.
+	// Also when no replacement for the old pod appeared on the node by the
+	// deadline: reason "ProgressDeadlineExceeded", the message naming the old
+	// pod; shown until a pod of the app appears (then judged as the new pod).
 	UpgradePhase_UPGRADE_PHASE_FAILED UpgradePhase = 9
 	// The app is not under the OTA strategy: the cluster upgrades it. Only its
 	// current revision and images are shown.

@@ -286,6 +286,10 @@ export enum UpgradePhase {
   /**
    * The old pod is deleted (or being deleted) and the new one is not
    * available yet; reason and message say what it waits on, if anything.
+   * While no pod of the app is on the node (the old one gone or
+   * terminating, its replacement not created or not placed here yet), the
+   * reason is "ReplacementPending" and the message names the old pod; if
+   * no replacement appears by the upgrade deadline, the app is FAILED.
    *
    * @generated from enum value: UPGRADE_PHASE_UPGRADING = 7;
    */
@@ -303,6 +307,9 @@ export enum UpgradePhase {
    * The app's new pod does not run: a container in CrashLoopBackOff or with
    * a configuration error, or not available by the upgrade deadline (image
    * pull errors count only then). reason and message are the container's own.
+   * Also when no replacement for the old pod appeared on the node by the
+   * deadline: reason "ProgressDeadlineExceeded", the message naming the old
+   * pod; shown until a pod of the app appears (then judged as the new pod).
    *
    * @generated from enum value: UPGRADE_PHASE_FAILED = 9;
    */
