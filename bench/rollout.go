@@ -231,7 +231,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{fmt.Sprintf("wall time until every pod runs the new image (median of %d)", len(ota)),
 				seconds(measure.Median(ota)), seconds(measure.Median(native)), times(r),
 				fmt.Sprintf("≤ %s (1.05× native + %d waves × %s)", seconds(allowance), waves, heartbeatPeriod), verdict(measure.Median(ota) <= allowance)},
-			{fmt.Sprintf("of which waiting for heartbeats (median): %d waves × %s per node", waves, millis(nodeWait)), seconds(hbWait), "", "", "", ""},
+			{fmt.Sprintf("of which waiting for heartbeats (median): %d waves but the last × %s per node", waves, millis(nodeWait)), seconds(hbWait), "", "", "", ""},
 			{"wall time without the heartbeat waits (median)", seconds(measure.Median(withoutHeartbeats)), seconds(measure.Median(native)), times(rNoHB),
 				"≤ " + times(rolloutRatioTarget), verdict(rNoHB <= rolloutRatioTarget)},
 			{fmt.Sprintf("budget freed → next deletion, p50 / p99 (%d / %d samples)", len(otaFree), len(nativeFree)),
@@ -247,7 +247,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			fmt.Sprintf("nodes heartbeat every %s–%s (the failure brake's proof of life waits for one after each new pod settles); "+
-				"heartbeat wait: waves × each node's mean time from its new pod Ready to the heartbeat that proved it alive (each budget slot passes one node per wave); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", nodeHeartbeat, heartbeatPeriod),
+				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", nodeHeartbeat, heartbeatPeriod),
 		},
 	}
 }

@@ -39,9 +39,10 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testing.T) {
 	p := params{nodes: 100}
 	hb := func(wall, wait time.Duration, free ...time.Duration) rollout {
-		// 100 nodes each waiting wait / 10 for a heartbeat: 10 waves of
-		// a budget of 10 spend wait on heartbeats.
-		return rollout{wall: wall, waves: waveFigures{proofWait: 10 * wait, proven: 100, replaced: 100, freeToDelete: free}}
+		// 100 nodes each waiting wait / 9 for a heartbeat: the first 9 of
+		// 10 waves of a budget of 10 spend wait on heartbeats within the
+		// wall time.
+		return rollout{wall: wall, waves: waveFigures{proofWait: 100 * wait / 9, proven: 100, replaced: 100, freeToDelete: free}}
 	}
 	f := rolloutFigures{
 		ota:    []rollout{hb(22*time.Second, 20*time.Second, 10*time.Millisecond), hb(23*time.Second, 20*time.Second, 150*time.Millisecond)},
