@@ -91,26 +91,33 @@ func TestInFlightUntilHeartbeatAfterAvailability(t *testing.T) {
 	}
 }
 
+// TestHeartbeatRequeuesWaitingDaemonSets: a heartbeat syncs the DaemonSets
+// whose in-flight node it settles: sent after the node's new pod settled
+// (100 s ago), from that node. A heartbeat sent before proves nothing and
+// syncs nothing.
 func TestHeartbeatRequeuesWaitingDaemonSets(t *testing.T) {
 	objs := upgradedNode(cluster(advancedDaemonSet("1"), readyNodes(3)), "0", corev1.ConditionTrue, 200*time.Second)
 	f := newFixture(t, objs...)
 	f.sync()
-	if got := f.c.heartbeats.waiting("node-0"); !slices.Equal(got, []string{testDSKey}) {
-		t.Fatalf("got %v waiting for node-0's heartbeat, want [%s]", got, testDSKey)
-	}
 	f.c.queue.Forget(testDSKey)
 	for f.c.queue.Len() > 0 { // the pacing of status writes may have queued it
 		key, _ := f.c.queue.Get()
 		f.c.queue.Done(key)
 	}
 	old := heartbeatAgo(newNode("node-0", corev1.ConditionTrue), 200*time.Second)
-	f.c.updateNode(old, newNode("node-0", corev1.ConditionTrue))
-	if got := f.c.queue.Len(); got != 1 {
-		t.Errorf("got %d queued after node-0's heartbeat, want 1", got)
-	}
-	f.c.updateNode(old, newNode("node-1", corev1.ConditionTrue))
-	if got := f.c.queue.Len(); got != 1 {
-		t.Errorf("got %d queued after node-1's heartbeat, want still 1: nothing waits for node-1", got)
+	for _, step := range []struct {
+		what string
+		node *corev1.Node
+		want int
+	}{
+		{"node-0's heartbeat sent before its pod settled", heartbeatAgo(newNode("node-0", corev1.ConditionTrue), 150*time.Second), 0},
+		{"node-1's heartbeat: nothing waits for node-1", newNode("node-1", corev1.ConditionTrue), 0},
+		{"node-0's heartbeat since its pod settled", newNode("node-0", corev1.ConditionTrue), 1},
+	} {
+		f.c.updateNode(old, step.node)
+		if got := f.c.queue.Len(); got != step.want {
+			t.Errorf("after %s: got %d queued, want %d", step.what, got, step.want)
+		}
 	}
 }
 

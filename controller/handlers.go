@@ -215,8 +215,8 @@ func (c *Controller) updateNode(old, obj any) {
 		return
 	}
 	if health.NodeReady(oldNode) == health.NodeReady(node) && maps.Equal(oldNode.Labels, node.Labels) {
-		if !lastHeartbeat(node, time.Time{}).Equal(lastHeartbeat(oldNode, time.Time{})) {
-			c.heartbeat(node.Name)
+		if sent := lastHeartbeat(node, time.Time{}); !sent.Equal(lastHeartbeat(oldNode, time.Time{})) {
+			c.heartbeat(node.Name, sent)
 		}
 		return
 	}
@@ -234,14 +234,15 @@ func (c *Controller) updateNode(old, obj any) {
 
 // renewLease treats a node Lease's renewal as the node's heartbeat.
 func (c *Controller) renewLease(obj any) {
-	if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Namespace == corev1.NamespaceNodeLease {
-		c.heartbeat(lease.Name)
+	if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Namespace == corev1.NamespaceNodeLease && lease.Spec.RenewTime != nil {
+		c.heartbeat(lease.Name, lease.Spec.RenewTime.Time)
 	}
 }
 
-// heartbeat enqueues the DaemonSets waiting for a sign of life from the node.
-func (c *Controller) heartbeat(node string) {
-	for _, key := range c.heartbeats.waiting(node) {
+// heartbeat enqueues the DaemonSets that the node's heartbeat, sent at sent,
+// settles.
+func (c *Controller) heartbeat(node string, sent time.Time) {
+	for _, key := range c.heartbeats.settledBy(node, sent) {
 		c.queue.Add(key)
 	}
 }

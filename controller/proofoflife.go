@@ -2,11 +2,11 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/podcondition"
@@ -41,8 +41,10 @@ type nodeVerdict struct {
 	// recheck is when the state can change by the clock alone.
 	recheck time.Duration
 	// awaitsHeartbeat: the new pod settled, the node has not proven since
-	// that it still reaches the API server.
+	// that it still reaches the API server; a heartbeat sent after
+	// proofAfter will.
 	awaitsHeartbeat bool
+	proofAfter      time.Time
 }
 
 // judgeNode applies the proof-of-life rule to one node's pods, for the target
@@ -65,8 +67,9 @@ func (c *Controller) judgeNode(name string, np nodePods, minReadySeconds int32, 
 	case np.newPod != nil:
 		// A new pod exists: in flight, settled or failed.
 		v := health.Judge(np.newPod, np.newPod.CreationTimestamp.Time, minReadySeconds, deadline, now)
+		var settled time.Time
 		if v.State == health.Settled && np.oldPod == nil && !np.several {
-			if settledAt := settledAt(np.newPod, minReadySeconds); lastHeartbeat(node, c.leaseRenewTime(name)).After(settledAt) {
+			if settled = settledAt(np.newPod, minReadySeconds); lastHeartbeat(node, c.leaseRenewTime(name)).After(settled) {
 				if !ready {
 					return nodeVerdict{state: nodeSkipped} // offline after proving itself: not the version's fault
 				}
@@ -79,7 +82,7 @@ func (c *Controller) judgeNode(name string, np nodePods, minReadySeconds int32, 
 		if v.State == health.Failed {
 			return nodeVerdict{state: nodeFailed, why: fmt.Sprintf("%s: %s", v.Reason, v.Message)}
 		}
-		return nodeVerdict{state: nodeInFlight, recheck: v.Recheck, awaitsHeartbeat: v.State == health.Settled}
+		return nodeVerdict{state: nodeInFlight, recheck: v.Recheck, awaitsHeartbeat: v.State == health.Settled, proofAfter: settled}
 	case !ready:
 		// Untouched, or its pod is terminating on a node that cannot confirm
 		// it: skipped, as the native controller cannot skip it.
@@ -133,46 +136,59 @@ func (c *Controller) leaseRenewTime(node string) time.Time {
 }
 
 // heartbeatWaiters remembers which DaemonSets wait for a heartbeat from which
-// nodes, so that a heartbeat (a node status or Lease update, thousands a
-// minute on a large cluster) syncs only the DaemonSets it settles.
+// nodes, and from when on a heartbeat proves the node alive, so that a
+// heartbeat (a node status or Lease update, thousands a minute on a large
+// cluster) syncs only the DaemonSets it settles: not those of other nodes,
+// nor for one sent before the new pod settled (timestamps in whole seconds
+// make that common: a heartbeat in the second the pod settled proves
+// nothing).
 type heartbeatWaiters struct {
 	mu     sync.Mutex
-	byKey  map[string]sets.Set[string]
-	byNode map[string]sets.Set[string]
+	byKey  map[string]map[string]time.Time // key → node → proof after
+	byNode map[string]map[string]time.Time // node → key → proof after
 }
 
 func newHeartbeatWaiters() *heartbeatWaiters {
-	return &heartbeatWaiters{byKey: map[string]sets.Set[string]{}, byNode: map[string]sets.Set[string]{}}
+	return &heartbeatWaiters{byKey: map[string]map[string]time.Time{}, byNode: map[string]map[string]time.Time{}}
 }
 
-// set replaces the nodes the DaemonSet key waits on.
-func (w *heartbeatWaiters) set(key string, nodes sets.Set[string]) {
+// set replaces the nodes the DaemonSet key waits on, each with the time after
+// which a heartbeat settles it.
+func (w *heartbeatWaiters) set(key string, nodes map[string]time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for node := range w.byKey[key] {
 		if keys := w.byNode[node]; keys != nil {
-			keys.Delete(key)
-			if keys.Len() == 0 {
+			delete(keys, key)
+			if len(keys) == 0 {
 				delete(w.byNode, node)
 			}
 		}
 	}
-	if nodes.Len() == 0 {
+	if len(nodes) == 0 {
 		delete(w.byKey, key)
 		return
 	}
 	w.byKey[key] = nodes
-	for node := range nodes {
+	for node, after := range nodes {
 		if w.byNode[node] == nil {
-			w.byNode[node] = sets.New[string]()
+			w.byNode[node] = map[string]time.Time{}
 		}
-		w.byNode[node].Insert(key)
+		w.byNode[node][key] = after
 	}
 }
 
-// waiting returns the DaemonSets waiting for a heartbeat from the node.
-func (w *heartbeatWaiters) waiting(node string) []string {
+// settledBy returns the DaemonSets that a heartbeat the node sent at sent
+// settles.
+func (w *heartbeatWaiters) settledBy(node string, sent time.Time) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return sets.List(w.byNode[node])
+	var keys []string
+	for key, after := range w.byNode[node] {
+		if sent.After(after) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -27,7 +27,13 @@ import (
 // their pods are upgraded when they come back (the node handler requeues the
 // DaemonSet).
 func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision, pods []*corev1.Pod) error {
-	logger := klog.FromContext(ctx)
+	// Deletions issued and not yet seen leave the cache counting too few
+	// nodes down: nothing is decided until they show. Checked first, since
+	// the event that satisfies the wait syncs at once.
+	if !c.expectations.satisfied(key) {
+		klog.FromContext(ctx).V(4).Info("Waiting for issued deletions to show in the cache")
+		return nil
+	}
 	nodes := podsByNode(ds, target.hash, pods)
 	// Nodes whose pod was deleted and not yet replaced still run the
 	// DaemonSet, for the percentage as for the count of unavailable ones.
@@ -51,11 +57,6 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	if !c.settingsValid(ds, key, err) {
 		return nil
 	}
-	if !c.expectations.satisfied(key) {
-		logger.V(4).Info("Waiting for issued deletions to show in the cache")
-		return nil
-	}
-
 	statusValue, prev := c.statusWrites.current(key, ds)
 	record := recordFor(prev, target)
 	a := c.assess(ds, key, nodes, awaiting, cfg, record)
@@ -138,7 +139,7 @@ func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]n
 	var a assessment
 	now := time.Now()
 	var newest uint64
-	waiters := sets.New[string]()
+	waiters := map[string]time.Time{} // node → a heartbeat after it proves the node alive
 	for node, np := range nodes {
 		if np.newPod != nil || np.oldPod != nil {
 			c.expectations.replaced(key, node)
@@ -158,7 +159,7 @@ func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]n
 			a.recheck = v.recheck
 		}
 		if v.awaitsHeartbeat {
-			waiters.Insert(node)
+			waiters[node] = v.proofAfter
 		}
 		switch {
 		case record.has(node):
