@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
-	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -60,7 +59,7 @@ type Controller struct {
 	podLister      corelisters.PodLister
 	nodeLister     corelisters.NodeLister
 	jobLister      batchlisters.JobLister
-	leaseLister    coordinationlisters.LeaseLister
+	leases         cache.Indexer
 	podIndexer     cache.Indexer
 	jobIndexer     cache.Indexer
 	synced         []cache.InformerSynced
@@ -97,7 +96,7 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 		podLister:      podInformer.Lister(),
 		nodeLister:     nodeInformer.Lister(),
 		jobLister:      jobInformer.Lister(),
-		leaseLister:    leaseInformer.Lister(),
+		leases:         leaseInformer.Informer().GetIndexer(),
 		podIndexer:     podInformer.Informer().GetIndexer(),
 		jobIndexer:     jobInformer.Informer().GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/edgeota/edgeota/health"
@@ -126,10 +128,16 @@ func readyStatus(node *corev1.Node) corev1.ConditionStatus {
 	return "missing"
 }
 
-// leaseRenewTime is the renewTime of the node's Lease, zero without one.
+// leaseRenewTime is the renewTime of the node's Lease, zero without one. It
+// reads the informer's store, not a lister: a lister builds a NotFound error
+// for every node without a Lease, on every node of every sync.
 func (c *Controller) leaseRenewTime(node string) time.Time {
-	lease, err := c.leaseLister.Leases(corev1.NamespaceNodeLease).Get(node)
-	if err != nil || lease.Spec.RenewTime == nil {
+	obj, ok, err := c.leases.GetByKey(corev1.NamespaceNodeLease + "/" + node)
+	if err != nil || !ok {
+		return time.Time{}
+	}
+	lease, isLease := obj.(*coordinationv1.Lease)
+	if !isLease || lease.Spec.RenewTime == nil {
 		return time.Time{}
 	}
 	return lease.Spec.RenewTime.Time
@@ -157,6 +165,9 @@ func newHeartbeatWaiters() *heartbeatWaiters {
 func (w *heartbeatWaiters) set(key string, nodes map[string]time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if maps.Equal(w.byKey[key], nodes) {
+		return // as most syncs find it: nothing to re-index
+	}
 	for node := range w.byKey[key] {
 		if keys := w.byNode[node]; keys != nil {
 			delete(keys, key)

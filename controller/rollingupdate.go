@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -124,7 +123,7 @@ type assessment struct {
 	settled     int           // nodes upgraded and proven alive
 	skipped     int           // NotReady nodes not in flight
 	replaceNow  []*corev1.Pod // old pods down anyway: replacing them frees no budget
-	candidates  []*corev1.Pod // old available pods, deleted within the budget, in node name order
+	candidates  []*corev1.Pod // old available pods, deleted within the budget in node name order (scope.admit sorts)
 	recheck     time.Duration // when a verdict changes by the clock alone
 	// newestPodVersion is the highest resourceVersion among the pods judged,
 	// logged with each decision so that it can be set against a watch.
@@ -189,8 +188,6 @@ func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]n
 			a.unavailable++
 		}
 	}
-	slices.SortFunc(a.candidates, func(x, y *corev1.Pod) int { return strings.Compare(x.Spec.NodeName, y.Spec.NodeName) })
-	slices.SortFunc(a.replaceNow, func(x, y *corev1.Pod) int { return strings.Compare(x.Spec.NodeName, y.Spec.NodeName) })
 	return a
 }
 
