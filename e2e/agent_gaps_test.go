@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
-	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
@@ -33,22 +31,9 @@ import (
 // then the watch stream (gRPC) and GET of the owner's view (REST) both say
 // FAILED, with the container's own reason.
 func TestOwnerSeesAFailedPull(t *testing.T) {
-	e := newEnv(t, 1)
-	node := localcluster.NodeName(1)
-	e.startController(e.cluster.Kubeconfig)
 	const deadline = 15 * time.Second
-	a := e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms", "--upgrade-deadline", deadline.String())
-	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
-	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
+	e, node, a, next := newOwnerWatch(t, deadline)
 	client := e.grpcClient(a)
-
-	ctx, cancel := context.WithCancel(e.ctx())
-	defer cancel()
-	stream, err := client.WatchUpgrades(ctx, &edgeotav1.WatchUpgradesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := appChanges(t, stream)
 	if app := next(); app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UP_TO_DATE {
 		t.Fatalf("snapshot: got %v, want %s UP_TO_DATE", app, dsName)
 	}
@@ -94,6 +79,28 @@ func TestOwnerSeesAFailedPull(t *testing.T) {
 	}
 }
 
+// newOwnerWatch is the starting point of an owner who watches one node's
+// upgrades over gRPC: a one-node cluster, the controller, the node's agent
+// with an upgrade deadline of deadline, and an OTA DaemonSet whose pod is up
+// to date. next returns the app's states on the watch, from its snapshot on;
+// the watch ends with the test.
+func newOwnerWatch(t *testing.T, deadline time.Duration) (e *env, node string, a agent, next func() *edgeotav1.App) {
+	t.Helper()
+	e = newEnv(t, 1)
+	node = localcluster.NodeName(1)
+	e.startController(e.cluster.Kubeconfig)
+	a = e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms", "--upgrade-deadline", deadline.String())
+	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
+	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
+	ctx, cancel := context.WithCancel(e.ctx())
+	t.Cleanup(cancel)
+	stream, err := e.grpcClient(a).WatchUpgrades(ctx, &edgeotav1.WatchUpgradesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, node, a, appChanges(t, stream)
+}
+
 // appChanges returns a function that returns the next state of the test's
 // app on a gRPC watch: from the snapshot, then from each upsert of it.
 func appChanges(t *testing.T, stream grpc.ServerStreamingClient[edgeotav1.WatchUpgradesResponse]) func() *edgeotav1.App {
@@ -121,21 +128,9 @@ func appChanges(t *testing.T, stream grpc.ServerStreamingClient[edgeotav1.WatchU
 // UPGRADING until then; once the taint goes, the replacement comes, runs, and
 // the app is UPGRADED.
 func TestOwnerSeesAMissingReplacement(t *testing.T) {
-	e := newEnv(t, 1)
-	node := localcluster.NodeName(1)
-	e.startController(e.cluster.Kubeconfig)
 	const deadline = 10 * time.Second
-	a := e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms", "--upgrade-deadline", deadline.String())
-	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
-	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
+	e, node, a, next := newOwnerWatch(t, deadline)
 	client := e.grpcClient(a)
-	ctx, cancel := context.WithCancel(e.ctx())
-	defer cancel()
-	stream, err := client.WatchUpgrades(ctx, &edgeotav1.WatchUpgradesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := appChanges(t, stream)
 
 	e.setImage(newImage)
 	old := e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionTrue, node)[node]
@@ -148,6 +143,12 @@ func TestOwnerSeesAMissingReplacement(t *testing.T) {
 
 	start := time.Now()
 	app := next()
+	// Changes of the offer sent before the upgrade (its target images
+	// resolved, say) may still be on their way: UPGRADE_AVAILABLE, then
+	// only UPGRADING.
+	for app.GetPhase() == edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADE_AVAILABLE {
+		app = next()
+	}
 	for ; app.GetReason() != "ReplacementPending"; app = next() {
 		if app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING {
 			t.Fatalf("got %v, want UPGRADING until the replacement is pending", app)
@@ -262,23 +263,6 @@ func (w *restWatch) next(t *testing.T, d time.Duration) *edgeotav1.WatchUpgrades
 		t.Fatalf("the watch said nothing for %s", d)
 	}
 	return nil
-}
-
-// proxiedKubeconfig starts a proxy in front of the API server, closed when
-// the test ends, and returns it with a kubeconfig that reaches the API
-// server through it: one agent's link, to cut as a dead zone cuts it.
-func (e *env) proxiedKubeconfig() (*harness.Proxy, string) {
-	e.t.Helper()
-	apiserver, err := url.Parse(e.cluster.Config.Host)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	proxy, err := harness.StartProxy(apiserver.Host)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = proxy.Close() })
-	return proxy, e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), "")
 }
 
 // TestWatchOutlivesADeadZone: a REST watch held open while the agent's link

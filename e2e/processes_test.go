@@ -105,13 +105,10 @@ func (e *env) writeKubeconfig(name, server, token string) string {
 	return path
 }
 
-// agentBehindProxy runs the node's agent with its link to the API server
-// through a proxy (harness.Proxy) that the test cuts and restores while its
-// own client keeps the cluster, and with --apiserver-timeout apiTimeout so
-// that calls over a cut link fail within it. The agent is restartable
-// (startRestartableAgent), as a dead zone often outlasts a power cycle; the
-// proxy is closed when the test ends, after the agent is stopped.
-func (e *env) agentBehindProxy(node string, apiTimeout time.Duration) (*restartableAgent, *harness.Proxy) {
+// proxiedKubeconfig starts a proxy in front of the API server, closed when
+// the test ends, and returns it with a kubeconfig that reaches the API
+// server through it: one agent's link, to cut as a dead zone cuts it.
+func (e *env) proxiedKubeconfig() (*harness.Proxy, string) {
 	e.t.Helper()
 	apiserver, err := url.Parse(e.cluster.Config.Host)
 	if err != nil {
@@ -122,6 +119,17 @@ func (e *env) agentBehindProxy(node string, apiTimeout time.Duration) (*restarta
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = proxy.Close() })
-	kubeconfig := e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), "")
+	return proxy, e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), "")
+}
+
+// agentBehindProxy runs the node's agent with its link to the API server
+// through a proxy (harness.Proxy) that the test cuts and restores while its
+// own client keeps the cluster, and with --apiserver-timeout apiTimeout so
+// that calls over a cut link fail within it. The agent is restartable
+// (startRestartableAgent), as a dead zone often outlasts a power cycle; the
+// proxy is closed when the test ends, after the agent is stopped.
+func (e *env) agentBehindProxy(node string, apiTimeout time.Duration) (*restartableAgent, *harness.Proxy) {
+	e.t.Helper()
+	proxy, kubeconfig := e.proxiedKubeconfig()
 	return e.startRestartableAgent(node, kubeconfig, "--apiserver-timeout", apiTimeout.String()), proxy
 }
