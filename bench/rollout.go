@@ -40,6 +40,11 @@ const settleCPU = 500 * time.Millisecond
 // own cost is given net of.
 const idleCPUWindow = 10 * time.Second
 
+// idleSettle is how long after the last rollout the idle sample starts: two
+// heartbeat periods, by which every node has proven itself and the
+// controller has nothing left to do.
+const idleSettle = 2 * heartbeatPeriod
+
 // rollout is one timed image change.
 type rollout struct {
 	wall           time.Duration // image change until every awaited node is up to date
@@ -93,10 +98,6 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	if err != nil {
 		return f, err
 	}
-	idleRate, err := idleCPURate(ctrl)
-	if err != nil {
-		return f, err
-	}
 	for i := 1; i <= s.p.pairs; i++ {
 		a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
 			return rollOutRecorded(ctx, s, watches["ota"], nodes, "ota", image(i), true)
@@ -105,7 +106,6 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 			return f, err
 		}
 		a.cpu = cpu
-		a.idleCPU = time.Duration(idleRate * float64(a.wall+settleCPU))
 		b, err := rollOutRecorded(ctx, s, watches["native"], nodes, "native", image(i), false)
 		if err != nil {
 			return f, err
@@ -113,6 +113,17 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		progress("rollout pair %d: ota-controller %s (%s waiting for heartbeats, %d waves), native %s",
 			i, a.wall, a.waves.heartbeatWait(s.p.budget()).Round(time.Millisecond), a.waves.waves(s.p.budget()), b.wall)
 		f.ota, f.native = append(f.ota, a), append(f.native, b)
+	}
+	// The idle cost is sampled once every rollout is over and every node
+	// settled: right after the controller starts, its initial lists and
+	// syncs would count as idle.
+	time.Sleep(idleSettle)
+	idleRate, err := idleCPURate(ctrl)
+	if err != nil {
+		return f, err
+	}
+	for i := range f.ota {
+		f.ota[i].idleCPU = time.Duration(idleRate * float64(f.ota[i].wall+settleCPU))
 	}
 	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
 		return f, err
