@@ -225,9 +225,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 	withoutHeartbeats := pick(f.ota, func(r rollout) time.Duration { return r.wall - r.waves.heartbeatWait(p.budget()) })
 	rNoHB := measure.Median(measure.PairRatios(withoutHeartbeats, native))
 	hbWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.heartbeatWait(p.budget()) }))
-	nodeWait := measure.Median(pick(f.ota, func(r rollout) time.Duration {
-		return r.waves.proofWait / time.Duration(max(r.waves.proven, 1))
-	}))
+	nodeWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.meanProofWait() }))
 	waves := measure.Median(pick(f.ota, func(r rollout) int { return r.waves.waves(p.budget()) }))
 	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*heartbeatPeriod
 	otaFree, nativeFree := freeToDelete(f.ota), freeToDelete(f.native)

@@ -77,18 +77,24 @@ func (f waveFigures) waves(budget int) int {
 	return (f.replaced + budget - 1) / budget
 }
 
+// meanProofWait is what the proof of life cost a node on average: proofWait
+// / proven, zero when no node was proven.
+func (f waveFigures) meanProofWait() time.Duration {
+	if f.proven == 0 {
+		return 0
+	}
+	return f.proofWait / time.Duration(f.proven)
+}
+
 // heartbeatWait is how much of the rollout's wall time went to proof of
 // life: the budget's slots each pass one node per wave in turn, and each
-// node held its slot for its heartbeat wait, on average proofWait / proven,
+// node held its slot for its heartbeat wait, on average meanProofWait,
 // before the slot's next node could start. The last wave's waits come after
 // its pods are Ready, where the wall time ends, so waves − 1 of them count.
 // The waits overlap across slots, not within one, so a rollout without them
 // would have ended about this much earlier.
 func (f waveFigures) heartbeatWait(budget int) time.Duration {
-	if f.proven == 0 {
-		return 0
-	}
-	return time.Duration(max(f.waves(budget)-1, 0)) * f.proofWait / time.Duration(f.proven)
+	return time.Duration(max(f.waves(budget)-1, 0)) * f.meanProofWait()
 }
 
 // analyzeWaves replays a rollout's flight events from its start (the image

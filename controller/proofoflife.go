@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -165,7 +164,7 @@ func newHeartbeatWaiters() *heartbeatWaiters {
 func (w *heartbeatWaiters) set(key string, nodes map[string]time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if maps.Equal(w.byKey[key], nodes) {
+	if maps.EqualFunc(w.byKey[key], nodes, time.Time.Equal) {
 		return // as most syncs find it: nothing to re-index
 	}
 	for node := range w.byKey[key] {
@@ -200,6 +199,5 @@ func (w *heartbeatWaiters) settledBy(node string, sent time.Time) []string {
 			keys = append(keys, key)
 		}
 	}
-	slices.Sort(keys)
 	return keys
 }
