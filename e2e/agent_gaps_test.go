@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/health"
@@ -181,19 +182,26 @@ func TestOwnerSeesAMissingReplacement(t *testing.T) {
 // tolerate it, and NoSchedule leaves the pods already there alone.
 var holdTaint = corev1.Taint{Key: "edgeota.test/hold", Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
-// hold adds holdTaint to the node's taints, or removes it.
+// hold adds holdTaint to the node's taints, or removes it. The node's
+// heartbeats change its resourceVersion all the time, so a conflict is
+// retried on a fresh read.
 func (e *env) hold(node string, on bool) {
 	e.t.Helper()
-	n, err := e.cluster.Client.CoreV1().Nodes().Get(e.ctx(), node, metav1.GetOptions{})
+	nodes := e.cluster.Client.CoreV1().Nodes()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := nodes.Get(e.ctx(), node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n = n.DeepCopy()
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == holdTaint.Key })
+		if on {
+			n.Spec.Taints = append(n.Spec.Taints, holdTaint)
+		}
+		_, err = nodes.Update(e.ctx(), n, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		e.t.Fatal(err)
-	}
-	n = n.DeepCopy()
-	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == holdTaint.Key })
-	if on {
-		n.Spec.Taints = append(n.Spec.Taints, holdTaint)
-	}
-	if _, err := e.cluster.Client.CoreV1().Nodes().Update(e.ctx(), n, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatalf("tainting %s (%t): %v", node, on, err)
 	}
 }
