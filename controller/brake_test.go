@@ -245,7 +245,7 @@ func TestFailureRecordedBeforeTheNextDeletion(t *testing.T) {
 			f.client.PrependReactor("patch", "daemonsets", func(core.Action) (bool, runtime.Object, error) {
 				return true, nil, errorString("etcd is down")
 			})
-			if err := f.c.sync(f.ctx, testDSKey); err == nil {
+			if err := f.syncErr(); err == nil {
 				t.Errorf("got no error with the status write failing, want one (to retry)")
 			}
 			if got := f.deletedPods(); len(got) != 0 {
@@ -265,29 +265,54 @@ func TestFailureRecordedBeforeTheNextDeletion(t *testing.T) {
 }
 
 // TestStatusWrittenAfterTheDeletions: without a new failure to record, the
-// sync deletes first and writes the rollout status after, so that the write
-// never delays a deletion the budget allows; a failing write still deletes.
+// sync starts its deletions first and writes the rollout status after, both
+// in the background, so that the write never delays a deletion the budget
+// allows; a failing write still deletes, and requeues with backoff.
 func TestStatusWrittenAfterTheDeletions(t *testing.T) {
 	for _, patchFails := range []bool{false, true} {
 		f := newFixture(t, cluster(advancedDaemonSet("2"), readyNodes(6))...)
-		if patchFails {
-			f.client.PrependReactor("patch", "daemonsets", func(core.Action) (bool, runtime.Object, error) {
+		var startedFirst int
+		f.client.PrependReactor("patch", "daemonsets", func(core.Action) (bool, runtime.Object, error) {
+			startedFirst = len(f.c.expectations.pendingDeletions(testDSKey))
+			if patchFails {
 				return true, nil, errorString("etcd is down")
-			})
+			}
+			return false, nil, nil
+		})
+		f.sync()
+		if got, want := f.c.queue.NumRequeues(testDSKey), map[bool]int{false: 0, true: 1}[patchFails]; got != want {
+			t.Errorf("status write failing %v: got %d requeues with backoff, want %d", patchFails, got, want)
 		}
-		err := f.c.sync(f.ctx, testDSKey)
-		if got := (err != nil); got != patchFails {
-			t.Errorf("status write failing %v: got error %v, want one only when it fails (to retry)", patchFails, err)
+		if startedFirst != 2 {
+			t.Errorf("status write failing %v: got %d deletions started before the status write, want 2", patchFails, startedFirst)
 		}
-		var order []string
+		var writes []string
 		for _, a := range f.allWrites() {
-			order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
+			writes = append(writes, a.GetVerb()+" "+a.GetResource().Resource)
 		}
-		want := []string{"delete pods", "delete pods", "patch daemonsets"}
-		if !slices.Equal(order, want) {
-			t.Errorf("status write failing %v: got writes %v, want %v", patchFails, order, want)
+		slices.Sort(writes)
+		if want := []string{"delete pods", "delete pods", "patch daemonsets"}; !slices.Equal(writes, want) {
+			t.Errorf("status write failing %v: got writes %v, want %v", patchFails, writes, want)
 		}
 	}
+}
+
+// TestFailedDeletionRequeues: a deletion runs after its sync returned; when
+// it fails, its node no longer counts as in flight, the DaemonSet says
+// FailedDelete, and it is queued again with backoff, as after a failed sync.
+func TestFailedDeletionRequeues(t *testing.T) {
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(3))...)
+	f.client.PrependReactor("delete", "pods", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, errorString("etcd is down")
+	})
+	f.sync()
+	if got := f.c.expectations.pendingDeletions(testDSKey); len(got) != 0 {
+		t.Errorf("got pending deletions %v after the deletion failed, want none", got)
+	}
+	if got := f.c.queue.NumRequeues(testDSKey); got != 1 {
+		t.Errorf("got %d requeues with backoff, want 1", got)
+	}
+	f.wantEvent(f.events(), corev1.EventTypeWarning, ReasonFailedDelete)
 }
 
 // TestFailureRecordRebuiltByAFreshController: a controller that fails two

@@ -46,6 +46,14 @@ const (
 	DefaultKubeAPIBurst = 1000
 )
 
+// Log messages that tools read to time the controller's reactions (the
+// bench's "controller's own reaction"): a heartbeat that settles a node and
+// so frees budget (-v=4), and a deletion sent (-v=2).
+const (
+	LogHeartbeatSettles = "Heartbeat proves the node alive"
+	LogDeletingPod      = "Deleting pod"
+)
+
 // Controller reconciles opted-in DaemonSets. Work items are DaemonSet keys
 // ("namespace/name"); every informer event is mapped to the DaemonSet it
 // concerns, so a sync always sees the whole DaemonSet.
@@ -70,6 +78,10 @@ type Controller struct {
 	statusWrites *statusWrites
 	heartbeats   *heartbeatWaiters
 	eventMemo    *eventMemo
+	// logger is NewController's: the informers' handlers have no context.
+	logger klog.Logger
+	// background tracks the writes a sync left under way (inBackground).
+	background sync.WaitGroup
 }
 
 // NewController wires the controller to the factory's DaemonSet, Pod, Node,
@@ -106,6 +118,7 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 		statusWrites: newStatusWrites(),
 		heartbeats:   newHeartbeatWaiters(),
 		eventMemo:    newEventMemo(),
+		logger:       klog.FromContext(ctx),
 	}
 	metrics.watchQueue(c.queue)
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode}); err != nil {
@@ -122,12 +135,13 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory
 }
 
 // Run waits for the caches, then runs workers until ctx ends; it returns once
-// the in-flight syncs have finished.
+// the in-flight syncs and their deletions have finished.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	var wg sync.WaitGroup
-	defer wg.Wait()          // second: the in-flight syncs finish
-	defer c.queue.ShutDown() // first: idle workers return from Get
+	defer c.background.Wait() // third: the writes they left under way finish
+	defer wg.Wait()           // second: the in-flight syncs finish
+	defer c.queue.ShutDown()  // first: idle workers return from Get
 	logger := klog.FromContext(ctx)
 
 	logger.Info("Waiting for informer caches to sync")
@@ -148,6 +162,20 @@ func (c *Controller) runWorker(ctx context.Context) {
 	}
 }
 
+// inBackground runs a write a sync leaves under way when it returns (pod
+// deletions, the rollout status), so that the next sync, which a freed budget
+// may be waiting for, need not wait for its round trips. A failure requeues
+// the DaemonSet with backoff, as a failed sync would. Run waits for these
+// writes before it returns.
+func (c *Controller) inBackground(ctx context.Context, key string, write func() error) {
+	c.background.Go(func() {
+		if err := write(); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Error writing for daemonset; requeuing", "daemonset", key)
+			c.queue.AddRateLimited(key)
+		}
+	})
+}
+
 // processNextWorkItem syncs one DaemonSet; errors requeue it with backoff,
 // success forgets its backoff.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
@@ -159,7 +187,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 	start := time.Now()
 	err := c.sync(ctx, key)
-	c.metrics.observeSync(time.Since(start), err)
+	took := time.Since(start)
+	c.metrics.observeSync(took, err)
+	klog.FromContext(ctx).V(4).Info("Finished syncing daemonset", "daemonset", key, "duration", took)
 	if err == nil {
 		c.queue.Forget(key)
 		return true

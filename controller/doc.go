@@ -13,7 +13,9 @@
 //     DaemonSet asks for (strategy, target revision, rollout controls).
 //   - rollingupdate.go, proofoflife.go, expectations.go: AdvancedRollingUpdate,
 //     the rule judging each node (in flight, settled, failed, skipped), and
-//     the deletions issued but not yet seen.
+//     the deletions issued but not yet seen (counted as in flight, so that a
+//     sync never waits for them; deletions and status writes run in the
+//     background, controller.go's inBackground).
 //   - controls.go: pause, node selector and partition.
 //   - rolloutstatus.go: the edgeota.io/rollout-status annotation, the failure
 //     record it carries, and the transition events.

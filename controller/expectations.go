@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -15,7 +16,8 @@ const expectationsTTL = 5 * time.Minute
 // expectations remembers, per DaemonSet key, the pod deletions the controller
 // issued but has not yet seen in its informer, and the nodes whose pod it
 // deleted and whose replacement it has not yet seen. Until both are observed
-// the cache under-counts unavailable nodes, so no further pods are deleted.
+// the cache under-counts unavailable nodes, so a sync counts those nodes as
+// in flight from here instead of from the cache.
 type expectations struct {
 	mu    sync.Mutex
 	now   func() time.Time
@@ -47,33 +49,33 @@ func (e *expectations) expectDeletions(key string, pods map[types.UID]string) {
 
 // deletionObserved records that a pod is gone, or that its deletion failed and
 // will not be observed; its node now awaits a replacement when replace is set.
-// It reports whether this was the last deletion key waited for: a sync may
-// have stopped short for it.
-func (e *expectations) deletionObserved(key string, uid types.UID, replace bool) (nowSatisfied bool) {
+func (e *expectations) deletionObserved(key string, uid types.UID, replace bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	x, ok := e.byKey[key]
 	if !ok {
-		return false
+		return
 	}
 	node, ok := x.pending[uid]
 	if !ok {
-		return false
+		return
 	}
 	delete(x.pending, uid)
 	if replace {
 		x.replacing[node] = e.now().Add(expectationsTTL)
 	}
-	return len(x.pending) == 0
 }
 
-// satisfied reports whether every deletion issued for key was observed, or the
-// wait for them timed out.
-func (e *expectations) satisfied(key string) bool {
+// pendingDeletions returns the deletions issued for key and not yet observed
+// (pod UID → node), none once the wait for them timed out. The map is a copy.
+func (e *expectations) pendingDeletions(key string) map[types.UID]string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	x, ok := e.byKey[key]
-	return !ok || len(x.pending) == 0 || e.now().After(x.deadline)
+	if !ok || len(x.pending) == 0 || e.now().After(x.deadline) {
+		return nil
+	}
+	return maps.Clone(x.pending)
 }
 
 // awaitingReplacement returns the nodes that lost a pod of key to a deletion

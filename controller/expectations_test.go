@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -13,24 +14,17 @@ func TestExpectations(t *testing.T) {
 	e := newExpectations(func() time.Time { return now })
 	const key = "ns/ds"
 
-	if !e.satisfied(key) {
-		t.Fatal("got unsatisfied with nothing expected, want satisfied")
+	if got := e.pendingDeletions(key); len(got) != 0 {
+		t.Fatalf("got pending deletions %v with nothing expected, want none", got)
 	}
 	e.expectDeletions(key, map[types.UID]string{"a": "node-a", "b": "node-b"})
-	if e.deletionObserved(key, "a", true) {
-		t.Error("got the last deletion observed with b pending, want not")
+	e.deletionObserved(key, "a", true)
+	if got, want := e.pendingDeletions(key), map[types.UID]string{"b": "node-b"}; !maps.Equal(got, want) {
+		t.Errorf("got pending deletions %v with b unseen, want %v", got, want)
 	}
-	if e.satisfied(key) {
-		t.Error("got satisfied with b pending, want unsatisfied")
-	}
-	if !e.deletionObserved(key, "b", false) { // failed: no replacement coming
-		t.Error("got b not the last deletion observed, want it to be")
-	}
-	if e.deletionObserved(key, "b", false) {
-		t.Error("got b observed twice as the last deletion, want once")
-	}
-	if !e.satisfied(key) {
-		t.Error("got unsatisfied with all observed, want satisfied")
+	e.deletionObserved(key, "b", false) // failed: no replacement coming
+	if got := e.pendingDeletions(key); len(got) != 0 {
+		t.Errorf("got pending deletions %v with all observed, want none", got)
 	}
 	if got := e.awaitingReplacement(key); !slices.Equal(got, []string{"node-a"}) {
 		t.Errorf("got nodes awaiting replacement %v, want [node-a]", got)
@@ -48,8 +42,8 @@ func TestExpectationsExpire(t *testing.T) {
 	e.expectDeletions(key, map[types.UID]string{"a": "node-a", "b": "node-b"})
 	e.deletionObserved(key, "a", true)
 	now = now.Add(expectationsTTL + time.Second)
-	if !e.satisfied(key) {
-		t.Error("got unsatisfied past the TTL, want satisfied: a lost event must not block forever")
+	if got := e.pendingDeletions(key); len(got) != 0 {
+		t.Errorf("got pending deletions %v past the TTL, want none: a lost event must not hold a node forever", got)
 	}
 	if got := e.awaitingReplacement(key); len(got) != 0 {
 		t.Errorf("got nodes awaiting replacement %v past the TTL, want none", got)

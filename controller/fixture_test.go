@@ -81,12 +81,20 @@ func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
 	return nil
 }
 
-// sync runs one sync of the test DaemonSet and fails the test on error.
+// sync runs one sync of the test DaemonSet, and the writes it left under
+// way, and fails the test on error.
 func (f *fixture) sync() {
 	f.t.Helper()
-	if err := f.c.sync(f.ctx, testDSKey); err != nil {
+	if err := f.syncErr(); err != nil {
 		f.t.Fatalf("sync: %v", err)
 	}
+}
+
+// syncErr runs one sync of the test DaemonSet and waits for the writes it
+// left under way (inBackground).
+func (f *fixture) syncErr() error {
+	defer f.c.background.Wait()
+	return f.c.sync(f.ctx, testDSKey)
 }
 
 // writes returns the actions that changed something, in order, but the

@@ -185,21 +185,20 @@ func (c *Controller) updatePod(old, obj any) {
 	c.enqueuePodOwner(pod)
 }
 
-// deletePod observes a deletion the controller expects, then enqueues the
-// pod's DaemonSet: at once when it was the last deletion the DaemonSet waited
-// for (a sync that found budget freed meanwhile stopped short for it, and
-// deletes now), batched otherwise.
+// deletePod observes a deletion the controller expects (its node now awaits a
+// replacement), then enqueues the pod's DaemonSet, batched.
 func (c *Controller) deletePod(obj any) {
 	pod, ok := unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
 	}
 	c.written.forgetPod(pod.UID)
-	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" && c.expectations.deletionObserved(key, pod.UID, true) {
-		c.queue.Add(key)
+	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
+		c.expectations.deletionObserved(key, pod.UID, true)
+		c.enqueueBatched(key)
 		return
 	}
-	c.enqueuePodOwner(pod)
+	c.enqueuePodOwner(pod) // a pre-pull Job's pod
 }
 
 // updateNode enqueues every DaemonSet with a pod on a node whose readiness
@@ -243,6 +242,7 @@ func (c *Controller) renewLease(obj any) {
 // settles.
 func (c *Controller) heartbeat(node string, sent time.Time) {
 	for _, key := range c.heartbeats.settledBy(node, sent) {
+		c.logger.V(4).Info(LogHeartbeatSettles, "node", node, "sent", sent, "daemonset", key)
 		c.queue.Add(key)
 	}
 }

@@ -52,12 +52,12 @@ func TestDeletedPodTombstoneObservesExpectation(t *testing.T) {
 	pod := newPod("pod-0", "node-0", oldHash)
 	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(1))...)
 	f.c.expectations.expectDeletions(testDSKey, map[types.UID]string{pod.UID: pod.Spec.NodeName})
-	if f.c.expectations.satisfied(testDSKey) {
-		t.Fatal("got satisfied before the deletion was seen, want not")
-	}
 	queued := f.queuedBy(func() { f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "default/pod-0", Obj: pod}) })
-	if !f.c.expectations.satisfied(testDSKey) {
-		t.Error("got unsatisfied after the tombstone, want satisfied")
+	if got := f.c.expectations.pendingDeletions(testDSKey); len(got) != 0 {
+		t.Errorf("got pending deletions %v after the tombstone, want none", got)
+	}
+	if got := f.c.expectations.awaitingReplacement(testDSKey); !slices.Equal(got, []string{"node-0"}) {
+		t.Errorf("got nodes awaiting replacement %v, want [node-0]", got)
 	}
 	if want := []string{testDSKey}; !slices.Equal(queued, want) {
 		t.Errorf("got %q queued, want %q", queued, want)
@@ -71,32 +71,8 @@ func TestTerminatingPodObservesExpectation(t *testing.T) {
 	deleting := newPod("pod-0", "node-0", oldHash, terminating)
 	deleting.ResourceVersion = "2"
 	f.c.updatePod(pod, deleting)
-	if !f.c.expectations.satisfied(testDSKey) {
-		t.Error("got unsatisfied once the pod is terminating, want satisfied")
-	}
-}
-
-// TestLastAwaitedDeletionSyncsAtOnce: a sync that found budget freed while
-// a deletion was still unseen stopped short; the event of the last deletion
-// it waited for queues it at once, not after the pod event batch. Other pod
-// deletions stay batched.
-func TestLastAwaitedDeletionSyncsAtOnce(t *testing.T) {
-	pods := []*corev1.Pod{newPod("pod-0", "node-0", oldHash), newPod("pod-1", "node-1", oldHash), newPod("pod-2", "node-2", oldHash)}
-	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(3))...)
-	f.c.expectations.expectDeletions(testDSKey, map[types.UID]string{pods[0].UID: "node-0", pods[1].UID: "node-1"})
-	// The batched keys come due after podEventBatch: the checks of none
-	// ready come first, right after their events.
-	for _, step := range []struct {
-		pod  *corev1.Pod
-		want int
-	}{{pods[2], 0}, {pods[0], 0}, {pods[1], 1}} { // never awaited, awaited, last awaited
-		f.c.deletePod(step.pod)
-		if got := f.c.queue.Len(); got != step.want {
-			t.Errorf("after deleting %s: got %d keys ready in the queue, want %d", step.pod.Name, got, step.want)
-		}
-	}
-	if key, _ := f.c.queue.Get(); key != testDSKey {
-		t.Errorf("got %q queued, want %q", key, testDSKey)
+	if got := f.c.expectations.pendingDeletions(testDSKey); len(got) != 0 {
+		t.Errorf("got pending deletions %v once the pod is terminating, want none", got)
 	}
 }
 

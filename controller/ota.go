@@ -27,7 +27,7 @@ func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key stri
 	}
 	statusValue, prev := c.statusWrites.current(key, ds)
 	record := recordFor(prev, target)
-	a := c.assess(ds, key, nodes, nil, cfg, record)
+	a := c.assess(ds, key, nodes, nil, nil, cfg, record)
 	if a.recheck > 0 {
 		c.queue.AddAfter(key, a.recheck)
 	}

@@ -26,21 +26,25 @@ import (
 // their pods are upgraded when they come back (the node handler requeues the
 // DaemonSet).
 func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision, pods []*corev1.Pod) error {
-	// Deletions issued and not yet seen leave the cache counting too few
-	// nodes down: nothing is decided until they show. Checked first, since
-	// the event that satisfies the wait syncs at once.
-	if !c.expectations.satisfied(key) {
-		klog.FromContext(ctx).V(4).Info("Waiting for issued deletions to show in the cache")
-		return nil
-	}
+	// Deletions issued and not yet seen in the cache leave it counting too
+	// few nodes down: it may still show those pods running, or already gone
+	// while their nodes do not await a replacement yet. Their nodes are in
+	// flight all the same, counted from what this process issued rather than
+	// from the cache, so that a sync on a cache lagging its own deletions
+	// decides at once, and never past the budget.
+	pending := c.expectations.pendingDeletions(key)
 	nodes := podsByNode(ds, target.hash, pods)
 	// Nodes whose pod was deleted and not yet replaced still run the
 	// DaemonSet, for the percentage as for the count of unavailable ones.
-	var awaiting []string
+	awaiting := sets.New[string]()
 	for _, node := range c.expectations.awaitingReplacement(key) {
-		if _, seen := nodes[node]; !seen {
-			awaiting = append(awaiting, node)
-		}
+		awaiting.Insert(node)
+	}
+	for _, node := range pending {
+		awaiting.Insert(node)
+	}
+	for node := range nodes {
+		awaiting.Delete(node)
 	}
 	// Nodes the DaemonSet should run on that show no pod and are not awaited
 	// either: their pod is being replaced (the new one not created yet, or not
@@ -50,15 +54,15 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	// which lags by one of its controller's syncs at most; pods still running
 	// on nodes it no longer schedules to (a NotReady node's taint) offset it,
 	// so it can fall short, not over.
-	missing := max(int(ds.Status.DesiredNumberScheduled)-len(nodes)-len(awaiting), 0)
-	total := len(nodes) + len(awaiting) + missing
+	missing := max(int(ds.Status.DesiredNumberScheduled)-len(nodes)-awaiting.Len(), 0)
+	total := len(nodes) + awaiting.Len() + missing
 	cfg, err := rolloutSettings(ds, total)
 	if !c.settingsValid(ds, key, err) {
 		return nil
 	}
 	statusValue, prev := c.statusWrites.current(key, ds)
 	record := recordFor(prev, target)
-	a := c.assess(ds, key, nodes, awaiting, cfg, record)
+	a := c.assess(ds, key, nodes, awaiting, pending, cfg, record)
 	a.unavailable += missing
 	if a.recheck > 0 {
 		c.queue.AddAfter(key, a.recheck)
@@ -66,17 +70,18 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 
 	// The operator's controls: the selector and partition hold some nodes
 	// back; a pause holds back all.
-	names := make([]string, 0, len(nodes)+len(awaiting))
+	names := make([]string, 0, len(nodes)+awaiting.Len())
 	for n := range nodes {
 		names = append(names, n)
 	}
-	names = append(names, awaiting...)
+	names = append(names, awaiting.UnsortedList()...)
 	scope := c.newScope(&cfg, names, func(n string) bool {
 		np, ok := nodes[n]
-		return !ok || np.newPod != nil || np.oldPod == nil // awaiting, upgraded, or in flight
+		_, deleting := pending[oldUID(np)]
+		return !ok || np.newPod != nil || np.oldPod == nil || deleting // awaiting, upgraded, or in flight
 	})
 	admitted, held := scope.admit(append(slices.Clone(a.replaceNow), a.candidates...))
-	a.inFlight += len(awaiting) + missing
+	a.inFlight += awaiting.Len() + missing
 	status := newRolloutStatus(target, &a, record, &cfg, total, len(held), len(admitted), "nodes")
 	return c.publish(ctx, ds, key, statusValue, prev, status, record, func() error {
 		return c.deleteWithinBudget(ctx, ds, key, target, &cfg, &a, &status, admitted)
@@ -113,7 +118,8 @@ func (c *Controller) deleteWithinBudget(ctx context.Context, ds *appsv1.DaemonSe
 		"unavailable", a.unavailable, "inFlight", status.InFlight, "failed", status.Failed.Count, "maxFailed", cfg.maxFailed,
 		"halted", status.Halted, "paused", cfg.paused, "candidates", len(a.candidates), "deleting", len(toDelete),
 		"daemonSetResourceVersion", ds.ResourceVersion, "podsResourceVersion", a.newestPodVersion)
-	return c.deletePods(ctx, ds, key, target.hash, toDelete)
+	c.deletePods(ctx, ds, key, target.hash, toDelete)
+	return nil
 }
 
 // assessment is where a rollout stands.
@@ -132,9 +138,10 @@ type assessment struct {
 
 // assess judges every node (judgeNode), adds the new failures to record and
 // counts what holds the budget: in-flight, failed and down nodes. Nodes
-// awaiting a replacement pod are in flight if Ready.
-func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]nodePods, awaiting []string,
-	cfg settings, record *failureRecord) assessment {
+// awaiting a replacement pod are in flight if Ready, as are Ready nodes whose
+// old pod pending (pod UID → node) says this process deleted.
+func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]nodePods, awaiting sets.Set[string],
+	pending map[types.UID]string, cfg settings, record *failureRecord) assessment {
 	var a assessment
 	now := time.Now()
 	var newest uint64
@@ -165,6 +172,11 @@ func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]n
 			// Failed for this revision, now or before: it stands, and holds
 			// the budget, even if the node recovered; its pod is left alone.
 			a.unavailable++
+		case (v.state == nodeOld || v.state == nodeOldDown) && pending[np.oldPod.UID] != "":
+			// Deleted by this process, still running in a lagging cache:
+			// in flight, and not to be deleted again.
+			a.unavailable++
+			a.inFlight++
 		case v.state == nodeOld:
 			a.candidates = append(a.candidates, np.oldPod)
 		case v.state == nodeOldDown:
@@ -183,7 +195,7 @@ func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]n
 		}
 	}
 	c.heartbeats.set(key, waiters)
-	for _, node := range awaiting {
+	for node := range awaiting {
 		if c.nodeIsReady(node) {
 			a.unavailable++
 		}
@@ -222,17 +234,30 @@ func podsByNode(ds *appsv1.DaemonSet, target string, pods []*corev1.Pod) map[str
 	return nodes
 }
 
-// deletePods deletes the pods in parallel, expecting the deletions first so
-// that no sync on a lagging cache deletes past the budget meanwhile.
-func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, key, target string, pods []*corev1.Pod) error {
+// oldUID is the UID of the node's live old pod, empty without one.
+func oldUID(np nodePods) types.UID {
+	if np.oldPod == nil {
+		return ""
+	}
+	return np.oldPod.UID
+}
+
+// deletePods deletes the pods in parallel and in the background, expecting
+// the deletions first: until the cache shows them, the syncs that follow
+// count their nodes as in flight (pendingDeletions), so none deletes past the
+// budget, and none waits for these round trips either: on a loaded API server
+// they take tens of milliseconds, and the budget the next heartbeat frees is
+// used at once. A failed deletion drops its expectation and says
+// FailedDelete.
+func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, key, target string, pods []*corev1.Pod) {
 	if len(pods) == 0 {
-		return nil
+		return
 	}
 	logger := klog.FromContext(ctx)
 	expected := make(map[types.UID]string, len(pods))
 	for _, pod := range pods {
 		expected[pod.UID] = pod.Spec.NodeName
-		logger.V(2).Info("Deleting pod", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "podResourceVersion", pod.ResourceVersion)
+		logger.V(2).Info(LogDeletingPod, "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "podResourceVersion", pod.ResourceVersion)
 	}
 	c.expectations.expectDeletions(key, expected)
 
@@ -254,5 +279,7 @@ func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, key, 
 			return nil
 		}
 	}
-	return errors.Join(runParallel(ctx, tasks)...)
+	c.inBackground(ctx, key, func() error {
+		return errors.Join(runParallel(ctx, tasks)...)
+	})
 }

@@ -173,6 +173,51 @@ func TestNotReadyNodeTurningReadyIsUpgraded(t *testing.T) {
 	}
 }
 
+// TestDecidesOnACacheLaggingItsDeletions: budget freed while the cache
+// still shows a deleted pod running, or already lost it before its deletion
+// was observed, is used at once, and those nodes count against it: exactly
+// one more pod goes each time the budget grows by one.
+func TestDecidesOnACacheLaggingItsDeletions(t *testing.T) {
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(4))...)
+	f.sync()
+	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0"}) {
+		t.Fatalf("got pods deleted %v, want [pod-0]", got)
+	}
+	raise := func(budget string) {
+		t.Helper()
+		obj, _, err := f.factory.Apps().V1().DaemonSets().Informer().GetIndexer().GetByKey(testDSKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds := obj.(*appsv1.DaemonSet).DeepCopy()
+		ds.Annotations[MaxUnavailableAnnotation] = budget
+		if err := f.indexer(ds).Update(ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The cache still shows pod-0 running.
+	raise("2")
+	f.sync()
+	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0", "pod-1"}) {
+		t.Fatalf("got pods deleted %v on a cache still showing pod-0, want [pod-0 pod-1]", got)
+	}
+
+	// pod-0 and pod-1 left the cache, their events not handled yet.
+	for _, obj := range f.factory.Core().V1().Pods().Informer().GetIndexer().List() {
+		if p := obj.(*corev1.Pod); p.Name == "pod-0" || p.Name == "pod-1" {
+			if err := f.indexer(p).Delete(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	raise("3")
+	f.sync()
+	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0", "pod-1", "pod-2"}) {
+		t.Errorf("got pods deleted %v on a cache that lost pod-0 and pod-1 unseen, want [pod-0 pod-1 pod-2]", got)
+	}
+}
+
 func TestExpectationsPreventOverDeletion(t *testing.T) {
 	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(3))...)
 	f.sync()

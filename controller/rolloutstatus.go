@@ -85,10 +85,13 @@ func parseRolloutStatus(ds *appsv1.DaemonSet) *RolloutStatus {
 
 // statusWrites remembers, per DaemonSet, the last rollout status written and
 // when: the cache shows a write only after the watch delivers it, and until
-// then the written one is the truth; the time paces writes.
+// then the written one is the truth; the time paces writes. It also knows
+// which DaemonSets have a write under way, so that two never race to land
+// out of order.
 type statusWrites struct {
-	mu   sync.Mutex
-	last map[string]statusWrite
+	mu      sync.Mutex
+	last    map[string]statusWrite
+	writing map[string]bool
 }
 
 type statusWrite struct {
@@ -98,7 +101,7 @@ type statusWrite struct {
 }
 
 func newStatusWrites() *statusWrites {
-	return &statusWrites{last: map[string]statusWrite{}}
+	return &statusWrites{last: map[string]statusWrite{}, writing: map[string]bool{}}
 }
 
 // current returns the DaemonSet's latest rollout status: the one this process
@@ -118,15 +121,29 @@ func (w *statusWrites) current(key string, ds *appsv1.DaemonSet) (value string, 
 	return value, &s
 }
 
-// wait returns how long until the DaemonSet's status may be written again.
-func (w *statusWrites) wait(key string, now time.Time) time.Duration {
+// reserve claims the DaemonSet's next write: it returns zero and holds the
+// claim until release when the pacing allows a write now and none is under
+// way, how long to wait otherwise.
+func (w *statusWrites) reserve(key string, now time.Time) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	last, ok := w.last[key]
-	if !ok {
-		return 0
+	if w.writing[key] {
+		return statusWriteInterval
 	}
-	return max(last.at.Add(statusWriteInterval).Sub(now), 0)
+	if last, ok := w.last[key]; ok {
+		if wait := last.at.Add(statusWriteInterval).Sub(now); wait > 0 {
+			return wait
+		}
+	}
+	w.writing[key] = true
+	return 0
+}
+
+// release ends the claim reserve took.
+func (w *statusWrites) release(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.writing, key)
 }
 
 func (w *statusWrites) record(key string, uid types.UID, value string, at time.Time) {
@@ -263,52 +280,65 @@ func newRolloutStatus(target revision, a *assessment, record *failureRecord, cfg
 //     a new leader, rebuilding from the caches and the annotation, halts
 //     exactly where this one would; until the write is due (the writes are
 //     paced), act waits for the sync it queued;
-//   - after act otherwise, so that the write never delays a deletion that
-//     the budget allows.
+//   - after act otherwise, and in the background, so that the write never
+//     delays a deletion that the budget allows, nor the next sync.
 func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
 	status RolloutStatus, record *failureRecord, act func() error) error {
 	if record.grew() {
-		written, err := c.updateRolloutStatus(ctx, ds, key, current, prev, status, record.describe())
+		write, upToDate, err := c.statusUpdate(ctx, ds, key, current, prev, status, record.describe())
 		if err != nil {
 			return err
 		}
-		if !written {
+		if write != nil {
+			if err := write(); err != nil {
+				return err
+			}
+			upToDate = true
+		}
+		if !upToDate {
 			klog.FromContext(ctx).V(2).Info("Holding deletions and offers until the failure record is written", "failed", status.Failed.Count)
 			return nil
 		}
 		return act()
 	}
 	actErr := act()
-	_, err := c.updateRolloutStatus(ctx, ds, key, current, prev, status, record.describe())
+	write, _, err := c.statusUpdate(ctx, ds, key, current, prev, status, record.describe())
+	if write != nil {
+		c.inBackground(ctx, key, write)
+	}
 	return errors.Join(actErr, err)
 }
 
-// updateRolloutStatus writes status when it differs from the current one
-// (prev, as value), at most every statusWriteInterval, records the events of
-// the transitions it makes (failures describes the failed nodes for a halt),
-// and exports the figures. written reports whether the annotation now holds
-// status.
-func (c *Controller) updateRolloutStatus(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
-	status RolloutStatus, failures string) (written bool, err error) {
+// statusUpdate prepares the write of status when it differs from the current
+// one (prev, as value), at most every statusWriteInterval, and exports the
+// figures. upToDate reports that the annotation holds status already; write,
+// when not nil, writes it and records the events of the transitions it makes
+// (failures describes the failed nodes for a halt). Neither means the write
+// is not due yet, and the DaemonSet is queued for when it is.
+func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
+	status RolloutStatus, failures string) (write func() error, upToDate bool, err error) {
 	c.metrics.rollout(ds, &status)
 	data, err := json.Marshal(status)
 	if err != nil {
-		return false, fmt.Errorf("encoding the rollout status: %w", err)
+		return nil, false, fmt.Errorf("encoding the rollout status: %w", err)
 	}
 	value := string(data)
 	if value == current {
-		return true, nil
+		return nil, true, nil
 	}
-	if wait := c.statusWrites.wait(key, time.Now()); wait > 0 {
+	if wait := c.statusWrites.reserve(key, time.Now()); wait > 0 {
 		c.queue.AddAfter(key, wait)
-		return false, nil
+		return nil, false, nil
 	}
-	if err := c.writeRolloutStatus(ctx, ds, key, value); err != nil {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedStatus, "Writing annotation %s failed: %v", RolloutStatusAnnotation, err)
-		return false, err
-	}
-	c.recordTransitions(ds, prev, &status, failures)
-	return true, nil
+	return func() error {
+		defer c.statusWrites.release(key)
+		if err := c.writeRolloutStatus(ctx, ds, key, value); err != nil {
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedStatus, "Writing annotation %s failed: %v", RolloutStatusAnnotation, err)
+			return err
+		}
+		c.recordTransitions(ds, prev, &status, failures)
+		return nil
+	}, false, nil
 }
 
 // recordTransitions records an event for each way the rollout changed since
