@@ -76,7 +76,7 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 		return f, err
 	}
 	defer nodes.close()
-	ctrl, err := s.startController(ctx, "ota-controller-cutoff")
+	ctrl, err := s.startController(ctx, "ota-controller-cutoff", 0)
 	if err != nil {
 		return f, err
 	}

@@ -119,7 +119,7 @@ func benchMarking(ctx context.Context, s *session) (markingFigures, error) {
 // the native controller's part: ota-controller marks pods against the newest
 // ControllerRevision, which kube-controller-manager creates after the change.
 func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], revisions *view[*appsv1.ControllerRevision], i int) (marking, float64, int64, error) {
-	ctrl, err := s.startController(ctx, fmt.Sprintf("ota-controller-marking-%d", i))
+	ctrl, err := s.startController(ctx, fmt.Sprintf("ota-controller-marking-%d", i), 0)
 	if err != nil {
 		return marking{}, 0, 0, err
 	}

@@ -98,7 +98,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		watches[name] = w
 	}
 	const ctrlName = "ota-controller-rollout"
-	ctrl, err := s.startController(ctx, ctrlName, fmt.Sprintf("-v=%d", max(s.p.verbosity, reactionVerbosity)))
+	ctrl, err := s.startController(ctx, ctrlName, reactionVerbosity)
 	if err != nil {
 		return f, err
 	}

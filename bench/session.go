@@ -104,17 +104,18 @@ func freeAddr() (string, error) {
 }
 
 // startController runs a fresh bin/ota-controller named name (its log is
-// .cache/bench/NAME.log), with extra flags after the bench's own, so that
-// its CPU time and peak memory belong to one scenario, and waits until it
-// has synced a DaemonSet at least once (its sync histogram has a sample).
-func (s *session) startController(ctx context.Context, name string, extra ...string) (*child, error) {
+// .cache/bench/NAME.log, at a -v of at least verbosity, more if
+// BENCH_CONTROLLER_V asks), so that its CPU time and peak memory belong to
+// one scenario, and waits until it has synced a DaemonSet at least once (its
+// sync histogram has a sample).
+func (s *session) startController(ctx context.Context, name string, verbosity int) (*child, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	p, err := s.h.StartController(harness.ControllerOptions{
 		Name: name, Binary: s.p.controllerBin, MetricsAddr: addr,
-		KubeAPIQPS: s.p.qps, KubeAPIBurst: s.p.burst, Verbosity: s.p.verbosity, Flags: extra,
+		KubeAPIQPS: s.p.qps, KubeAPIBurst: s.p.burst, Verbosity: max(s.p.verbosity, verbosity),
 	})
 	if err != nil {
 		return nil, err

@@ -70,7 +70,7 @@ func benchUpgrade(ctx context.Context, s *session, agent *child) (upgradeFigures
 		return f, err
 	}
 	defer pods.close()
-	ctrl, err := s.startController(ctx, "ota-controller-upgrade")
+	ctrl, err := s.startController(ctx, "ota-controller-upgrade", 0)
 	if err != nil {
 		return f, err
 	}

@@ -77,21 +77,21 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	names = append(names, awaiting.UnsortedList()...)
 	scope := c.newScope(&cfg, names, func(n string) bool {
 		np, ok := nodes[n]
-		_, deleting := pending[oldUID(np)]
-		return !ok || np.newPod != nil || np.oldPod == nil || deleting // awaiting, upgraded, or in flight
+		return !ok || np.newPod != nil || np.oldPod == nil || np.oldPodDeleted(pending) // awaiting, upgraded, or in flight
 	})
 	admitted, held := scope.admit(append(slices.Clone(a.replaceNow), a.candidates...))
 	a.inFlight += awaiting.Len() + missing
 	status := newRolloutStatus(target, &a, record, &cfg, total, len(held), len(admitted), "nodes")
 	return c.publish(ctx, ds, key, statusValue, prev, status, record, func() error {
-		return c.deleteWithinBudget(ctx, ds, key, target, &cfg, &a, &status, admitted)
+		c.deleteWithinBudget(ctx, ds, key, target, &cfg, &a, &status, admitted)
+		return nil
 	})
 }
 
 // deleteWithinBudget deletes the admitted pods the budget allows: the old
 // pods that are down anyway, then the candidates in node name order.
 func (c *Controller) deleteWithinBudget(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision,
-	cfg *settings, a *assessment, status *RolloutStatus, admitted []*corev1.Pod) error {
+	cfg *settings, a *assessment, status *RolloutStatus, admitted []*corev1.Pod) {
 	logger := klog.FromContext(ctx)
 	var toDelete []*corev1.Pod
 	if !status.Halted && !cfg.paused {
@@ -119,7 +119,6 @@ func (c *Controller) deleteWithinBudget(ctx context.Context, ds *appsv1.DaemonSe
 		"halted", status.Halted, "paused", cfg.paused, "candidates", len(a.candidates), "deleting", len(toDelete),
 		"daemonSetResourceVersion", ds.ResourceVersion, "podsResourceVersion", a.newestPodVersion)
 	c.deletePods(ctx, ds, key, target.hash, toDelete)
-	return nil
 }
 
 // assessment is where a rollout stands.
@@ -172,7 +171,7 @@ func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]n
 			// Failed for this revision, now or before: it stands, and holds
 			// the budget, even if the node recovered; its pod is left alone.
 			a.unavailable++
-		case (v.state == nodeOld || v.state == nodeOldDown) && pending[np.oldPod.UID] != "":
+		case (v.state == nodeOld || v.state == nodeOldDown) && np.oldPodDeleted(pending):
 			// Deleted by this process, still running in a lagging cache:
 			// in flight, and not to be deleted again.
 			a.unavailable++
@@ -234,12 +233,14 @@ func podsByNode(ds *appsv1.DaemonSet, target string, pods []*corev1.Pod) map[str
 	return nodes
 }
 
-// oldUID is the UID of the node's live old pod, empty without one.
-func oldUID(np nodePods) types.UID {
+// oldPodDeleted reports whether this process deleted the node's live old
+// pod, by the deletions pending (pod UID → node) it has not yet seen.
+func (np nodePods) oldPodDeleted(pending map[types.UID]string) bool {
 	if np.oldPod == nil {
-		return ""
+		return false
 	}
-	return np.oldPod.UID
+	_, ok := pending[np.oldPod.UID]
+	return ok
 }
 
 // deletePods deletes the pods in parallel and in the background, expecting
