@@ -26,36 +26,37 @@ var (
 // addHandlers maps every informer event to the DaemonSet it concerns.
 func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs, leases cache.SharedIndexInformer) error {
 	handlers := []struct {
+		resource string
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}{
-		{ds, cache.ResourceEventHandlerFuncs{
+		{"daemonsets", ds, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueue,
 			UpdateFunc: c.updateDaemonSet,
 			DeleteFunc: c.enqueue,
 		}},
-		{revisions, ownedHandler(c.enqueueOwner)},
-		{pods, cache.ResourceEventHandlerFuncs{
+		{"controllerrevisions", revisions, ownedHandler(c.enqueueOwner)},
+		{"pods", pods, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueuePodOwner,
 			UpdateFunc: c.updatePod,
 			DeleteFunc: c.deletePod,
 		}},
-		{nodes, cache.ResourceEventHandlerFuncs{
+		{"nodes", nodes, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.updateNode(&corev1.Node{}, obj) },
 			UpdateFunc: c.updateNode,
 		}},
-		{jobs, ownedHandler(func(obj any) {
+		{"jobs", jobs, ownedHandler(func(obj any) {
 			if job, ok := obj.(*batchv1.Job); ok {
 				c.enqueueBatched(c.daemonSetKeyForJob(job))
 			}
 		})},
-		{leases, cache.ResourceEventHandlerFuncs{
+		{"leases", leases, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.renewLease,
 			UpdateFunc: func(_, obj any) { c.renewLease(obj) },
 		}},
 	}
 	for _, h := range handlers {
-		reg, err := h.informer.AddEventHandler(h.handler)
+		reg, err := h.informer.AddEventHandler(c.metrics.countingHandler(h.resource, h.handler))
 		if err != nil {
 			return fmt.Errorf("adding event handler: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -18,6 +19,7 @@ type Metrics struct {
 	conditionsWritten *prometheus.CounterVec
 	rolloutNodes      *prometheus.GaugeVec
 	rolloutHalted     *prometheus.GaugeVec
+	watchEvents       *prometheus.CounterVec
 }
 
 // Values of the state label of edgeota_controller_rollout_nodes.
@@ -49,8 +51,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edgeota_controller_rollout_halted",
 			Help: "1 while the DaemonSet's rollout is halted by max-failed, else 0.",
 		}, []string{"namespace", "daemonset"}),
+		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgeota_controller_watch_events_total",
+			Help: "Watch events the controller's informers handed it (adds, updates, deletes), by resource: what watching the cluster costs it, at rest as in a rollout.",
+		}, []string{"resource"}),
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted)
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents)
 	return m
 }
 
@@ -71,6 +77,17 @@ func (m *Metrics) observeSync(d time.Duration, err error) {
 }
 
 func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
+
+// countingHandler counts the events of one resource's informer in
+// edgeota_controller_watch_events_total, then hands them on.
+func (m *Metrics) countingHandler(resource string, h cache.ResourceEventHandler) cache.ResourceEventHandler {
+	c := m.watchEvents.WithLabelValues(resource)
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.Inc(); h.OnAdd(obj, false) },
+		UpdateFunc: func(old, obj any) { c.Inc(); h.OnUpdate(old, obj) },
+		DeleteFunc: func(obj any) { c.Inc(); h.OnDelete(obj) },
+	}
+}
 
 func (m *Metrics) conditionWritten(t corev1.PodConditionType) {
 	m.conditionsWritten.WithLabelValues(string(t)).Inc()

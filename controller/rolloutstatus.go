@@ -58,14 +58,41 @@ type RolloutStatus struct {
 	Halted bool `json:"halted"`
 	// Reason says why the rollout is halted, paused or stuck, if it is.
 	Reason string `json:"reason,omitempty"`
+	// Strategy is the DaemonSet's strategy: OTA or AdvancedRollingUpdate.
+	Strategy Strategy `json:"strategy,omitempty"`
+	// Held counts the nodes whose owner holds the upgrade (edgeota.io/hold
+	// on the pod, within edgeota.io/max-hold-seconds); absent when none.
+	Held *TimedNodes `json:"held,omitempty"`
+	// WaitingForWindow counts the nodes the rollout would take now but for
+	// their maintenance window (edgeota.io/maintenance-window), closed at
+	// their local time; absent when none.
+	WaitingForWindow *TimedNodes `json:"waitingForWindow,omitempty"`
+	// Offered counts, for OTA, the out-of-date pods holding an offer the
+	// owner has not taken yet, with the earliest upgrade deadline among them
+	// (edgeota.io/upgrade-deadline-seconds); absent when none.
+	Offered *TimedNodes `json:"offered,omitempty"`
 }
 
-// FailedNodes is a rollout's failure record.
+// FailedNodes is a rollout's failure record, as people read it: the whole
+// record, however large, is kept in the RolloutRecord objects of the
+// DaemonSet.
 type FailedNodes struct {
 	// Count is how many nodes failed.
 	Count int `json:"count"`
 	// Nodes names the first recordedFailedNodes of them, in name order.
 	Nodes []string `json:"nodes,omitempty"`
+	// Reasons says why each node in Nodes failed.
+	Reasons map[string]string `json:"reasons,omitempty"`
+}
+
+// TimedNodes counts nodes in a state that ends by the clock, with the time
+// that matters to people: when the next window opens, when the last hold
+// ends, when the first deadline falls.
+type TimedNodes struct {
+	// Count is how many nodes are in the state.
+	Count int `json:"count"`
+	// At is the time of the state's next change (see each use).
+	At *metav1.Time `json:"at,omitempty"`
 }
 
 // parseRolloutStatus reads the annotation; nil when absent or unreadable

@@ -31,17 +31,33 @@ type PodsGetter[P PodPatcher] interface {
 // namesake since it was read.
 type statusPatch struct {
 	Metadata struct {
-		UID types.UID `json:"uid"`
+		UID         types.UID          `json:"uid"`
+		Annotations map[string]*string `json:"annotations,omitempty"`
 	} `json:"metadata"`
 	Status struct {
-		Conditions []map[string]any `json:"conditions"`
+		Conditions []map[string]any `json:"conditions,omitempty"`
 	} `json:"status"`
 }
+
+// Annotations are annotation changes a status patch carries beside its
+// condition: a value sets the key, nil removes it. The pods/status
+// subresource takes annotations (never labels), and NodeRestriction lets a
+// node write them on its own pods: that is how edgeota's channel between
+// controller and agent (package podchannel) travels in the same write as
+// the condition.
+type Annotations map[string]*string
 
 // Set writes condition want onto the pod's status subresource, leaving every
 // other condition as it is. LastTransitionTime is kept when the status does not
 // change and set to now when it does. The pod is only read, never modified.
 func Set[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, want corev1.PodCondition, fieldManager string) (*corev1.Pod, error) {
+	return SetAnnotated(ctx, pods, pod, want, nil, fieldManager)
+}
+
+// SetAnnotated is Set with annotation changes in the same patch: one write
+// for the condition and what goes with it.
+func SetAnnotated[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, want corev1.PodCondition,
+	annotations Annotations, fieldManager string) (*corev1.Pod, error) {
 	transition := metav1.Now()
 	if old := Get(&pod.Status, want.Type); old != nil && old.Status == want.Status && !old.LastTransitionTime.IsZero() {
 		transition = old.LastTransitionTime
@@ -53,29 +69,41 @@ func Set[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1
 		"message":            want.Message,
 		"lastTransitionTime": transition.UTC().Format(metav1.RFC3339Micro),
 	}
-	return patch(ctx, pods.Pods(pod.Namespace), pod, entry, fieldManager)
+	return patch(ctx, pods.Pods(pod.Namespace), pod, entry, annotations, fieldManager)
+}
+
+// Annotate changes annotations of the pod through its status subresource,
+// and no condition.
+func Annotate[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, annotations Annotations, fieldManager string) (*corev1.Pod, error) {
+	return patch(ctx, pods.Pods(pod.Namespace), pod, nil, annotations, fieldManager)
 }
 
 // Remove deletes the pod's condition of type t, leaving every other condition
 // as it is.
 func Remove[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, t corev1.PodConditionType, fieldManager string) (*corev1.Pod, error) {
-	return patch(ctx, pods.Pods(pod.Namespace), pod, map[string]any{"type": t, "$patch": "delete"}, fieldManager)
+	return patch(ctx, pods.Pods(pod.Namespace), pod, map[string]any{"type": t, "$patch": "delete"}, nil, fieldManager)
 }
 
-// patch sends one condition entry to the pod's status subresource through
-// pods, the patcher of the pod's namespace.
-func patch(ctx context.Context, pods PodPatcher, pod *corev1.Pod, entry map[string]any, fieldManager string) (*corev1.Pod, error) {
+// patch sends one condition entry (none when nil) and the annotation
+// changes to the pod's status subresource through pods, the patcher of the
+// pod's namespace.
+func patch(ctx context.Context, pods PodPatcher, pod *corev1.Pod, entry map[string]any, annotations Annotations, fieldManager string) (*corev1.Pod, error) {
 	var p statusPatch
 	p.Metadata.UID = pod.UID
-	p.Status.Conditions = []map[string]any{entry}
+	p.Metadata.Annotations = annotations
+	what := "annotations"
+	if entry != nil {
+		p.Status.Conditions = []map[string]any{entry}
+		what = fmt.Sprintf("condition %v", entry["type"])
+	}
 	body, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("encoding condition patch for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("encoding the status patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	updated, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
 		metav1.PatchOptions{FieldManager: fieldManager}, "status")
 	if err != nil {
-		return nil, fmt.Errorf("patching condition %v of pod %s/%s: %w", entry["type"], pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("patching %s of pod %s/%s: %w", what, pod.Namespace, pod.Name, err)
 	}
 	return updated, nil
 }

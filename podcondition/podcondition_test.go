@@ -93,3 +93,43 @@ func TestEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestSetAnnotatedCarriesAnnotationsInTheSamePatch checks that the condition
+// and the annotation changes travel in one status patch, and that nil
+// removes an annotation while others stay.
+func TestSetAnnotatedCarriesAnnotationsInTheSamePatch(t *testing.T) {
+	pod := newPod()
+	pod.Annotations = map[string]string{"keep": "1", "drop": "2"}
+	client := fake.NewClientset(pod)
+	value := "v"
+	got, err := SetAnnotated(context.Background(), client.CoreV1(), pod,
+		corev1.PodCondition{Type: NeedUpgrade, Status: corev1.ConditionTrue, Message: RevisionMessage("a")},
+		Annotations{"set": &value, "drop": nil}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(client.Actions()); n != 1 {
+		t.Fatalf("got %d actions, want 1 patch", n)
+	}
+	want := map[string]string{"keep": "1", "set": "v"}
+	if len(got.Annotations) != len(want) || got.Annotations["keep"] != "1" || got.Annotations["set"] != "v" {
+		t.Errorf("got annotations %v, want %v", got.Annotations, want)
+	}
+	if !IsTrue(&got.Status, NeedUpgrade) {
+		t.Errorf("got conditions %+v, want PodNeedUpgrade True", got.Status.Conditions)
+	}
+}
+
+// TestAnnotateWritesNoCondition checks an annotation-only status patch.
+func TestAnnotateWritesNoCondition(t *testing.T) {
+	pod := newPod(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	client := fake.NewClientset(pod)
+	value := "x"
+	got, err := Annotate(context.Background(), client.CoreV1(), pod, Annotations{"k": &value}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations["k"] != "x" || len(got.Status.Conditions) != 1 {
+		t.Errorf("got annotations %v and conditions %+v, want k=x and Ready alone", got.Annotations, got.Status.Conditions)
+	}
+}
