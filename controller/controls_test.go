@@ -101,7 +101,7 @@ func TestNodeLabelChangeRequeues(t *testing.T) {
 // TestOTAControls: pause, selector and partition hold back new offers with
 // NotOffered; an offer already made stands under a pause.
 func TestOTAControls(t *testing.T) {
-	offered := withCondition(needUpgrade(corev1.ConditionTrue, newHash))
+	offered := offeredFor(newHash)
 	tests := []struct {
 		name       string
 		annotation [2]string
@@ -148,7 +148,7 @@ func TestOTABrake(t *testing.T) {
 	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(MaxFailedAnnotation, "1"))
 	objs := cluster(ds, readyNodes(3))
 	objs = replacePod(objs, newPod("pod-0", "node-0", newHash, crashLooping, createdAgo(10*time.Second)))
-	objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, withCondition(needUpgrade(corev1.ConditionTrue, newHash))))
+	objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, offeredFor(newHash)))
 	f := newFixture(t, objs...)
 	f.sync()
 	patches := f.conditionPatches()

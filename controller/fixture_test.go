@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -363,4 +364,22 @@ func readyNodes(n int) []corev1.ConditionStatus {
 
 func needUpgrade(status corev1.ConditionStatus, hash string) corev1.PodCondition {
 	return corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: status, Message: podcondition.RevisionMessage(hash)}
+}
+
+// offeredFor marks an out-of-date pod as the controller does when it offers
+// the test DaemonSet's revision hash: PodNeedUpgrade True, and the offer
+// (podchannel.Offer) written with it, offered an hour ago.
+func offeredFor(hash string) podOption {
+	return func(pod *corev1.Pod) {
+		pod.Status.Conditions = append(pod.Status.Conditions, needUpgrade(corev1.ConditionTrue, hash))
+		at := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+		value, err := podchannel.Encode(&podchannel.Offer{Revision: hash, Images: podchannel.ImagesOf(&newDaemonSet().Spec.Template.Spec), OfferedAt: &at})
+		if err != nil {
+			panic(err)
+		}
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[podchannel.OfferAnnotation] = value
+	}
 }

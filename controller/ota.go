@@ -3,11 +3,15 @@ package controller
 import (
 	"context"
 	"errors"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -89,7 +93,11 @@ func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target rev
 			// Held back by pause, selector or partition.
 			want.Reason, want.Message = podcondition.ReasonNotOffered, podcondition.FailureMessage(target.hash, notOfferedWhy(cfg, scope, pod))
 		}
-		if task := c.conditionTask(pod, want); task != nil {
+		var offer *podchannel.Offer
+		if !upToDate(ds, target.hash, pod) {
+			offer = offerFor(ds, target, pod, want.Status == corev1.ConditionTrue, time.Now())
+		}
+		if task := c.conditionTask(pod, want, offer); task != nil {
 			tasks = append(tasks, task)
 		}
 		if task := c.prePullTask(ds, target.hash, pod); task != nil {
@@ -122,20 +130,52 @@ func notOfferedWhy(cfg *settings, scope *scope, pod *corev1.Pod) string {
 	}
 }
 
-// conditionTask returns the write that sets the pod's condition to want, or
-// nil when it already says that or a write to that end is on its way to the
-// cache.
-func (c *Controller) conditionTask(pod *corev1.Pod, want corev1.PodCondition) func(context.Context) error {
-	if podcondition.Equal(&pod.Status, want) || c.written.pending(pod, want.Type) {
-		return nil
+// offerFor is the channel entry (podchannel.Offer) that goes with the
+// PodNeedUpgrade condition of an out-of-date pod: the target's images and
+// progress deadline, and since when the revision has been offered to the pod
+// (kept from the pod's current offer of the same revision, so that a pause
+// or a restart does not move it; now when offering it first).
+func offerFor(ds *appsv1.DaemonSet, target revision, pod *corev1.Pod, offering bool, now time.Time) *podchannel.Offer {
+	o := &podchannel.Offer{Revision: target.hash, Images: podchannel.ImagesOf(&ds.Spec.Template.Spec)}
+	if v, ok := ds.Annotations[ProgressDeadlineAnnotation]; ok {
+		if d, err := health.ParseProgressDeadline(v); err == nil {
+			o.ProgressDeadlineSeconds = int64(d / time.Second)
+		}
 	}
-	return func(ctx context.Context) error { return c.setCondition(ctx, pod, want) }
+	if prev, err := podchannel.OfferOf(pod); err == nil && prev != nil && prev.Revision == target.hash && prev.OfferedAt != nil {
+		o.OfferedAt = prev.OfferedAt
+	} else if offering {
+		o.OfferedAt = &metav1.Time{Time: now.Truncate(time.Second)}
+	}
+	return o
 }
 
-// setCondition writes one condition on the pod's status, remembers it until
-// the cache shows it, and counts it.
-func (c *Controller) setCondition(ctx context.Context, pod *corev1.Pod, want corev1.PodCondition) error {
-	if _, err := podcondition.Set(ctx, c.client.CoreV1(), pod, want, FieldManager); err != nil {
+// conditionTask returns the write that sets the pod's condition to want,
+// with the offer (nil: none) in the same patch, or nil when the pod already
+// says that or a write to that end is on its way to the cache.
+func (c *Controller) conditionTask(pod *corev1.Pod, want corev1.PodCondition, offer *podchannel.Offer) func(context.Context) error {
+	if c.written.pending(pod, want.Type) {
+		return nil
+	}
+	current, err := podchannel.OfferOf(pod)
+	if podcondition.Equal(&pod.Status, want) && (offer == nil || err == nil && offer.Equal(current)) {
+		return nil
+	}
+	return func(ctx context.Context) error { return c.setCondition(ctx, pod, want, offer) }
+}
+
+// setCondition writes one condition on the pod's status, with the offer in
+// the same patch, remembers it until the cache shows it, and counts it.
+func (c *Controller) setCondition(ctx context.Context, pod *corev1.Pod, want corev1.PodCondition, offer *podchannel.Offer) error {
+	var annotations podcondition.Annotations
+	if offer != nil {
+		value, err := podchannel.Encode(offer)
+		if err != nil {
+			return err
+		}
+		annotations = podcondition.Annotations{podchannel.OfferAnnotation: &value}
+	}
+	if _, err := podcondition.SetAnnotated(ctx, c.client.CoreV1(), pod, want, annotations, FieldManager); err != nil {
 		return err
 	}
 	c.written.record(pod, want.Type)

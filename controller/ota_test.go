@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"encoding/json"
+	"maps"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
 
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -54,7 +59,7 @@ func TestOTAMarksEveryPod(t *testing.T) {
 func TestOTANoWriteWhenUnchanged(t *testing.T) {
 	objs := append(otaDaemonSet(),
 		newNode("ready", corev1.ConditionTrue),
-		newPod("old", "ready", oldHash, withCondition(needUpgrade(corev1.ConditionTrue, newHash))),
+		newPod("old", "ready", oldHash, offeredFor(newHash)),
 		newPod("new", "ready", newHash, withCondition(needUpgrade(corev1.ConditionFalse, newHash))),
 	)
 	f := newFixture(t, objs...)
@@ -87,8 +92,8 @@ func TestOTARemovesImageReadyOfOlderRevision(t *testing.T) {
 	current.Message = podcondition.RevisionMessage(newHash)
 	objs := append(otaDaemonSet(),
 		newNode("ready", corev1.ConditionTrue),
-		newPod("stale", "ready", oldHash, withCondition(needUpgrade(corev1.ConditionTrue, newHash)), withCondition(stale)),
-		newPod("current", "ready", oldHash, withCondition(needUpgrade(corev1.ConditionTrue, newHash)), withCondition(current)),
+		newPod("stale", "ready", oldHash, offeredFor(newHash), withCondition(stale)),
+		newPod("current", "ready", oldHash, offeredFor(newHash), withCondition(current)),
 	)
 	f := newFixture(t, objs...)
 	f.sync()
@@ -127,5 +132,107 @@ func TestOTANoRepeatedWriteWhileCacheLags(t *testing.T) {
 	f.sync()
 	if got := len(f.conditionPatches()["old"]); got != 2 {
 		t.Errorf("got %d patches once the cache moved on without the condition, want 2", got)
+	}
+}
+
+// offerPatches maps pod name to the offers its status patches carried.
+func (f *fixture) offerPatches() map[string][]*podchannel.Offer {
+	f.t.Helper()
+	out := map[string][]*podchannel.Offer{}
+	for _, a := range f.writes() {
+		p, ok := a.(core.PatchAction)
+		if !ok || a.GetSubresource() != "status" {
+			continue
+		}
+		var body struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(p.GetPatch(), &body); err != nil {
+			f.t.Fatalf("decoding patch %s: %v", p.GetPatch(), err)
+		}
+		value, ok := body.Metadata.Annotations[podchannel.OfferAnnotation]
+		if !ok {
+			continue
+		}
+		var o podchannel.Offer
+		if err := json.Unmarshal([]byte(value), &o); err != nil {
+			f.t.Fatalf("decoding offer %s: %v", value, err)
+		}
+		out[p.GetName()] = append(out[p.GetName()], &o)
+	}
+	return out
+}
+
+// TestOfferTravelsWithPodNeedUpgrade checks the channel to the node agent:
+// the target's images and progress deadline ride in the very patch that
+// sets PodNeedUpgrade, one write per pod.
+func TestOfferTravelsWithPodNeedUpgrade(t *testing.T) {
+	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(ProgressDeadlineAnnotation, "120"))
+	objs := append([]runtime.Object{ds}, revisions()...)
+	objs = append(objs, newNode("ready", corev1.ConditionTrue), newPod("old", "ready", oldHash))
+	f := newFixture(t, objs...)
+	before := time.Now().Add(-time.Second)
+	f.sync()
+
+	if w := f.writes(); len(w) != 1 {
+		t.Fatalf("got %d writes (%v), want one status patch", len(w), w)
+	}
+	conditions, offers := f.conditionPatches()["old"], f.offerPatches()["old"]
+	if len(conditions) != 1 || conditions[0]["status"] != string(corev1.ConditionTrue) || len(offers) != 1 {
+		t.Fatalf("got conditions %v and offers %v in the patch, want PodNeedUpgrade True and one offer", conditions, offers)
+	}
+	o := offers[0]
+	wantImages := map[string]string{"init": "busybox:1.36", "nginx": "nginx:1.19.4"}
+	if o.Revision != newHash || !maps.Equal(o.Images, wantImages) || o.ProgressDeadlineSeconds != 120 {
+		t.Errorf("got offer %+v, want revision %s, images %v, deadline 120", o, newHash, wantImages)
+	}
+	if o.OfferedAt == nil || o.OfferedAt.Time.Before(before.Truncate(time.Second)) || o.OfferedAt.Time.After(time.Now()) {
+		t.Errorf("got offeredAt %v, want now", o.OfferedAt)
+	}
+}
+
+// TestOfferedAtKeptWhenWithdrawnAndResetByANewRevision checks that the time
+// a revision was first offered stays when a halt withdraws the offer (it is
+// read back from the pod, so a restarted controller keeps it too), and
+// starts again for a new revision.
+func TestOfferedAtKeptWhenWithdrawnAndResetByANewRevision(t *testing.T) {
+	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(MaxFailedAnnotation, "1"))
+	objs := cluster(ds, readyNodes(3))
+	objs = replacePod(objs, newPod("pod-0", "node-0", newHash, crashLooping, createdAgo(10*time.Second)))
+	objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, offeredFor(newHash)))
+	objs = replacePod(objs, newPod("pod-2", "node-2", oldHash, offeredFor("older0")))
+	f := newFixture(t, objs...)
+	f.sync()
+
+	offers := f.offerPatches()
+	withdrawn := offers["pod-1"]
+	wantAt := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if len(withdrawn) != 1 || withdrawn[0].OfferedAt == nil || withdrawn[0].OfferedAt.Sub(wantAt).Abs() > time.Second {
+		t.Errorf("withdrawn: got offers %+v, want one keeping offeredAt %s", withdrawn, wantAt)
+	}
+	if c := f.conditionPatches()["pod-1"]; len(c) != 1 || c[0]["reason"] != podcondition.ReasonRolloutHalted {
+		t.Errorf("withdrawn: got conditions %v, want PodNeedUpgrade False %s", c, podcondition.ReasonRolloutHalted)
+	}
+	// Offered an older revision, then halted before the new one was
+	// offered: the new revision has no offeredAt yet.
+	if older := offers["pod-2"]; len(older) != 1 || older[0].Revision != newHash || older[0].OfferedAt != nil {
+		t.Errorf("older revision, halted: got offers %+v, want one of %s without offeredAt", older, newHash)
+	}
+	if _, ok := offers["pod-0"]; ok {
+		t.Errorf("got an offer on pod-0, which runs the target, want none")
+	}
+}
+
+// TestOfferedAtResetByANewRevision checks that a pod offered an older
+// revision gets a new offeredAt with the new one.
+func TestOfferedAtResetByANewRevision(t *testing.T) {
+	objs := append(otaDaemonSet(), newNode("ready", corev1.ConditionTrue), newPod("old", "ready", oldHash, offeredFor("older0")))
+	f := newFixture(t, objs...)
+	f.sync()
+	got := f.offerPatches()["old"]
+	if len(got) != 1 || got[0].Revision != newHash || got[0].OfferedAt == nil || time.Since(got[0].OfferedAt.Time) > 2*time.Second {
+		t.Errorf("got offers %+v, want one of %s offered now", got, newHash)
 	}
 }

@@ -110,7 +110,7 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 		result.Status, result.Reason = corev1.ConditionFalse, podcondition.ReasonPullImageFail
 		result.Message = podcondition.FailureMessage(target, why)
 	}
-	if err := c.setCondition(ctx, pod, result); err != nil {
+	if err := c.setCondition(ctx, pod, result, nil); err != nil {
 		return err
 	}
 	if outcome == pullFailed {

@@ -22,7 +22,7 @@ func imageReady(status corev1.ConditionStatus, reason, hash string) corev1.PodCo
 // requestedPod is an out-of-date pod whose owner asked to pre-pull hash.
 func requestedPod(hash string) *corev1.Pod {
 	return newPod("web", "edge-1", oldHash,
-		withCondition(needUpgrade(corev1.ConditionTrue, newHash)),
+		offeredFor(newHash),
 		withCondition(imageReady(corev1.ConditionFalse, podcondition.ReasonPullImageRequested, hash)))
 }
 
@@ -187,7 +187,7 @@ func TestPrePullForOutdatedRevisionIsAbandoned(t *testing.T) {
 
 func TestPrePullJobLeftOverIsDeleted(t *testing.T) {
 	pod := newPod("web", "edge-1", oldHash,
-		withCondition(needUpgrade(corev1.ConditionTrue, newHash)),
+		offeredFor(newHash),
 		withCondition(imageReady(corev1.ConditionTrue, podcondition.ReasonPullImageSuccess, newHash)))
 	job := prePullFor(pod, newHash)
 	f := newFixture(t, prePullCluster(pod, job)...)
@@ -232,7 +232,7 @@ func TestPrePullRequestWithoutReason(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("reason "+tt.reason, func(t *testing.T) {
 			pod := newPod("web", "edge-1", oldHash,
-				withCondition(needUpgrade(corev1.ConditionTrue, newHash)),
+				offeredFor(newHash),
 				withCondition(imageReady(corev1.ConditionFalse, tt.reason, newHash)))
 			f := newFixture(t, prePullCluster(pod)...)
 			f.sync()

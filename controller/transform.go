@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/edgeota/edgeota/podchannel"
 )
 
 // Transform trims objects before the informers store them, keeping only the
@@ -46,9 +48,9 @@ var daemonSetAnnotations = []string{StrategyAnnotation, LegacyStrategyAnnotation
 // trimPod keeps identity, labels, owners, node, phase, conditions and
 // container states with the end of their last run: what tells a daemon pod's
 // revision, availability and health (health.Judge) and a pre-pull pod's
-// outcome.
+// outcome; and edgeota's channel annotations (package podchannel).
 func trimPod(pod *corev1.Pod) {
-	pod.Annotations = nil
+	pod.Annotations = keepAnnotations(pod.Annotations, podchannel.OfferAnnotation, podchannel.HoldAnnotation)
 	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
 	pod.Status = corev1.PodStatus{
 		Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message,
