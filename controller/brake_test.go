@@ -235,21 +235,23 @@ func TestFailedNodesHaltTheRollout(t *testing.T) {
 }
 
 // TestFailureRecordedBeforeTheNextDeletion: the sync that sees a failure
-// writes it to the rollout status before it deletes anything; when the write
-// fails, it deletes nothing.
+// writes it to the rollout record, then shows it in the rollout status,
+// before it deletes anything; when either write fails, it deletes nothing.
 func TestFailureRecordedBeforeTheNextDeletion(t *testing.T) {
-	for _, patchFails := range []bool{false, true} {
+	for _, fails := range []string{"", "daemonsets", "configmaps"} {
 		objs := upgradedNode(cluster(advancedDaemonSet("3"), readyNodes(6)), "0", corev1.ConditionUnknown, 200*time.Second)
 		f := newFixture(t, objs...)
-		if patchFails {
-			f.client.PrependReactor("patch", "daemonsets", func(core.Action) (bool, runtime.Object, error) {
-				return true, nil, errorString("etcd is down")
-			})
+		if fails != "" {
+			for _, verb := range []string{"create", "patch"} {
+				f.client.PrependReactor(verb, fails, func(core.Action) (bool, runtime.Object, error) {
+					return true, nil, errorString("etcd is down")
+				})
+			}
 			if err := f.syncErr(); err == nil {
-				t.Errorf("got no error with the status write failing, want one (to retry)")
+				t.Errorf("%s failing: got no error, want one (to retry)", fails)
 			}
 			if got := f.deletedPods(); len(got) != 0 {
-				t.Errorf("got pods deleted %v while the failure could not be recorded, want none", got)
+				t.Errorf("%s failing: got pods deleted %v while the failure could not be recorded, want none", fails, got)
 			}
 			continue
 		}
@@ -258,8 +260,12 @@ func TestFailureRecordedBeforeTheNextDeletion(t *testing.T) {
 		for _, a := range f.allWrites() {
 			order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
 		}
-		if len(order) < 2 || order[0] != "patch daemonsets" || order[1] != "delete pods" {
-			t.Errorf("got writes %v, want the status patch before the deletions", order)
+		record, status, deletion := slices.Index(order, "create configmaps"), slices.Index(order, "patch daemonsets"), slices.Index(order, "delete pods")
+		if record < 0 || status < 0 || deletion < 0 || !(record < status && status < deletion) {
+			t.Errorf("got writes %v, want the record, then the status, before the deletions", order)
+		}
+		if got := f.recordEntries()["node-0"]; got.State != entryFailed {
+			t.Errorf("got node-0's record entry %+v, want it failed", got)
 		}
 	}
 }
@@ -273,7 +279,7 @@ func TestStatusWrittenAfterTheDeletions(t *testing.T) {
 		f := newFixture(t, cluster(advancedDaemonSet("2"), readyNodes(6))...)
 		var startedFirst int
 		f.client.PrependReactor("patch", "daemonsets", func(core.Action) (bool, runtime.Object, error) {
-			startedFirst = len(f.c.expectations.pendingDeletions(testDSKey))
+			startedFirst = f.deletionsIssued()
 			if patchFails {
 				return true, nil, errorString("etcd is down")
 			}
@@ -288,7 +294,9 @@ func TestStatusWrittenAfterTheDeletions(t *testing.T) {
 		}
 		var writes []string
 		for _, a := range f.allWrites() {
-			writes = append(writes, a.GetVerb()+" "+a.GetResource().Resource)
+			if a.GetResource().Resource != "configmaps" { // the record: see TestRecordWrittenBeforeDeleting
+				writes = append(writes, a.GetVerb()+" "+a.GetResource().Resource)
+			}
 		}
 		slices.Sort(writes)
 		if want := []string{"delete pods", "delete pods", "patch daemonsets"}; !slices.Equal(writes, want) {
@@ -306,8 +314,8 @@ func TestFailedDeletionRequeues(t *testing.T) {
 		return true, nil, errorString("etcd is down")
 	})
 	f.sync()
-	if got := f.c.expectations.pendingDeletions(testDSKey); len(got) != 0 {
-		t.Errorf("got pending deletions %v after the deletion failed, want none", got)
+	if got := f.deletionsIssued(); got != 0 {
+		t.Errorf("got %d deletions in flight after the deletion failed, want none", got)
 	}
 	if got := f.c.queue.NumRequeues(testDSKey); got != 1 {
 		t.Errorf("got %d requeues with backoff, want 1", got)
@@ -484,9 +492,8 @@ func TestRolloutStatusPaced(t *testing.T) {
 	// node-1 goes offline: skipped, not held back.
 	changed := newNode("node-1", corev1.ConditionUnknown)
 	changed.ResourceVersion = "2"
-	if err := f.indexer(changed).Update(changed); err != nil {
-		t.Fatal(err)
-	}
+	f.update(changed)
+	f.drainQueue()
 	f.sync()
 	if got := len(f.rolloutStatuses()); got != 1 {
 		t.Errorf("got %d statuses written within %s, want still 1", got, statusWriteInterval)

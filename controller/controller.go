@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -61,22 +62,29 @@ type Controller struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
 	metrics  *Metrics
+	// now is the clock verdicts are judged by; tests move it.
+	now func() time.Time
 
-	dsLister       appslisters.DaemonSetLister
-	revisionLister appslisters.ControllerRevisionLister
-	podLister      corelisters.PodLister
-	nodeLister     corelisters.NodeLister
-	jobLister      batchlisters.JobLister
-	leases         cache.Indexer
-	podIndexer     cache.Indexer
-	jobIndexer     cache.Indexer
-	synced         []cache.InformerSynced
+	dsLister        appslisters.DaemonSetLister
+	revisionLister  appslisters.ControllerRevisionLister
+	podLister       corelisters.PodLister
+	nodeLister      corelisters.NodeLister
+	jobLister       batchlisters.JobLister
+	dsIndexer       cache.Indexer
+	podIndexer      cache.Indexer
+	prePullPods     cache.Indexer
+	jobIndexer      cache.Indexer
+	recordIndexer   cache.Indexer
+	recordNamespace string
+	synced          []cache.InformerSynced
 
 	queue        workqueue.TypedRateLimitingInterface[string]
-	expectations *expectations
+	trackersMu   sync.Mutex
+	trackers     map[string]*tracker
 	written      *pendingWrites
 	statusWrites *statusWrites
-	heartbeats   *heartbeatWaiters
+	heartbeats   *heartbeats
+	leases       *leaseReader
 	eventMemo    *eventMemo
 	// logger is NewController's: the informers' handlers have no context.
 	logger klog.Logger
@@ -84,51 +92,129 @@ type Controller struct {
 	background sync.WaitGroup
 }
 
-// NewController wires the controller to the factory's DaemonSet, Pod, Node,
-// ControllerRevision, Job and Lease informers (node Leases are heartbeats),
-// adding the indexes it looks pods and Jobs up by; start the factory after
-// calling it. Build the factory with
-// informers.WithTransform(Transform) to keep the caches small. Events go to
-// recorder (component Component) and figures to metrics.
-func NewController(ctx context.Context, kubeClient kubernetes.Interface, factory informers.SharedInformerFactory,
+// DaemonPodSelector selects the pods the DaemonSet controller creates: it
+// labels each with its template generation, and nothing else does, so the
+// controller's pod cache holds DaemonSet pods only, not every pod of the
+// cluster.
+const DaemonPodSelector = podTemplateGenerationLabel
+
+// Informers are the caches the controller reads, each narrowed to what it
+// reads: at 10,000 nodes a cache of every pod of the cluster, or a watch of
+// every node Lease, costs more than the rollouts it serves.
+//   - DaemonSets, ControllerRevisions and Nodes: all of them (any DaemonSet
+//     may opt in; any node may run one; readiness decides).
+//   - Pods: DaemonSet pods (DaemonPodSelector), and the pre-pull Jobs' pods.
+//   - Jobs: the pre-pull Jobs (PrePullLabel).
+//   - ConfigMaps: the rollout records (RecordLabel), in the controller's own
+//     namespace.
+//
+// Node Leases are not watched: the controller reads the Leases of the nodes
+// it waits on (see heartbeats.go).
+type Informers struct {
+	// Cluster serves DaemonSets, ControllerRevisions and Nodes.
+	Cluster informers.SharedInformerFactory
+	// DaemonPods serves the DaemonSet pods.
+	DaemonPods informers.SharedInformerFactory
+	// PrePull serves the pre-pull Jobs and their pods.
+	PrePull informers.SharedInformerFactory
+	// Records serves the rollout records.
+	Records informers.SharedInformerFactory
+	// RecordNamespace is where the rollout records live.
+	RecordNamespace string
+}
+
+// NewInformers builds the controller's informers on client, trimmed by
+// Transform; start them with Start after NewController.
+func NewInformers(client kubernetes.Interface, recordNamespace string) *Informers {
+	factory := func(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
+		return informers.NewSharedInformerFactoryWithOptions(client, 0, append(opts, informers.WithTransform(Transform))...)
+	}
+	selecting := func(selector string) informers.SharedInformerOption {
+		return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	}
+	return &Informers{
+		Cluster:         factory(),
+		DaemonPods:      factory(selecting(DaemonPodSelector)),
+		PrePull:         factory(selecting(PrePullLabel + "=true")),
+		Records:         factory(selecting(RecordLabel), informers.WithNamespace(recordNamespace)),
+		RecordNamespace: recordNamespace,
+	}
+}
+
+// Start starts every informer the controller asked for.
+func (i *Informers) Start(stop <-chan struct{}) {
+	for _, f := range i.factories() {
+		f.Start(stop)
+	}
+}
+
+// Shutdown stops the informers and waits for them.
+func (i *Informers) Shutdown() {
+	for _, f := range i.factories() {
+		f.Shutdown()
+	}
+}
+
+func (i *Informers) factories() []informers.SharedInformerFactory {
+	return []informers.SharedInformerFactory{i.Cluster, i.DaemonPods, i.PrePull, i.Records}
+}
+
+// NewController wires the controller to its informers (see Informers),
+// adding the indexes it looks pods and Jobs up by; start the informers after
+// calling it. Events go to recorder (component Component) and figures to
+// metrics.
+func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *Informers,
 	recorder record.EventRecorder, metrics *Metrics) (*Controller, error) {
-	dsInformer := factory.Apps().V1().DaemonSets()
-	revisionInformer := factory.Apps().V1().ControllerRevisions()
-	podInformer := factory.Core().V1().Pods()
-	nodeInformer := factory.Core().V1().Nodes()
-	jobInformer := factory.Batch().V1().Jobs()
-	leaseInformer := factory.Coordination().V1().Leases()
+	dsInformer := inf.Cluster.Apps().V1().DaemonSets()
+	revisionInformer := inf.Cluster.Apps().V1().ControllerRevisions()
+	nodeInformer := inf.Cluster.Core().V1().Nodes()
+	podInformer := inf.DaemonPods.Core().V1().Pods()
+	prePullPodInformer := inf.PrePull.Core().V1().Pods()
+	jobInformer := inf.PrePull.Batch().V1().Jobs()
+	recordInformer := inf.Records.Core().V1().ConfigMaps()
 
 	c := &Controller{
-		client:         kubeClient,
-		recorder:       recorder,
-		metrics:        metrics,
-		dsLister:       dsInformer.Lister(),
-		revisionLister: revisionInformer.Lister(),
-		podLister:      podInformer.Lister(),
-		nodeLister:     nodeInformer.Lister(),
-		jobLister:      jobInformer.Lister(),
-		leases:         leaseInformer.Informer().GetIndexer(),
-		podIndexer:     podInformer.Informer().GetIndexer(),
-		jobIndexer:     jobInformer.Informer().GetIndexer(),
+		client:          kubeClient,
+		recorder:        recorder,
+		metrics:         metrics,
+		now:             time.Now,
+		dsLister:        dsInformer.Lister(),
+		revisionLister:  revisionInformer.Lister(),
+		podLister:       podInformer.Lister(),
+		nodeLister:      nodeInformer.Lister(),
+		jobLister:       jobInformer.Lister(),
+		dsIndexer:       dsInformer.Informer().GetIndexer(),
+		podIndexer:      podInformer.Informer().GetIndexer(),
+		prePullPods:     prePullPodInformer.Informer().GetIndexer(),
+		jobIndexer:      jobInformer.Informer().GetIndexer(),
+		recordIndexer:   recordInformer.Informer().GetIndexer(),
+		recordNamespace: inf.RecordNamespace,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonsets"}),
-		expectations: newExpectations(time.Now),
+		trackers:     map[string]*tracker{},
 		written:      newPendingWrites(),
 		statusWrites: newStatusWrites(),
-		heartbeats:   newHeartbeatWaiters(),
 		eventMemo:    newEventMemo(),
 		logger:       klog.FromContext(ctx),
 	}
+	c.leases = newLeaseReader(kubeClient, c.heartbeat, c.logger)
+	c.heartbeats = newHeartbeats(c.leases)
 	metrics.watchQueue(c.queue)
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode}); err != nil {
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode,
+		byControllerNode: indexByControllerNode}); err != nil {
 		return nil, fmt.Errorf("adding pod indexes: %w", err)
+	}
+	if err := prePullPodInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {
+		return nil, fmt.Errorf("adding pre-pull pod indexes: %w", err)
 	}
 	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byOwnerUID: indexByOwnerUID}); err != nil {
 		return nil, fmt.Errorf("adding job indexes: %w", err)
 	}
-	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer.Informer(), nodeInformer.Informer(),
-		jobInformer.Informer(), leaseInformer.Informer()); err != nil {
+	if err := recordInformer.Informer().AddIndexers(cache.Indexers{byRecordOwner: indexByRecordOwner}); err != nil {
+		return nil, fmt.Errorf("adding rollout record indexes: %w", err)
+	}
+	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer.Informer(), prePullPodInformer.Informer(),
+		nodeInformer.Informer(), jobInformer.Informer(), recordInformer.Informer()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -148,6 +234,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		return errors.New("failed to wait for caches to sync")
 	}
+	c.sweepRecords(ctx)
+	wg.Go(func() { c.leases.run(ctx) })
 	logger.Info("Starting workers", "count", workers)
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })

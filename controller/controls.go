@@ -1,81 +1,89 @@
 package controller
 
 import (
-	"slices"
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/edgeota/edgeota/health"
 )
 
-// scope is what the operator's node selector and partition let a rollout
-// take now.
-type scope struct {
-	cfg *settings
-	c   *Controller
-	// quota is how many more nodes may move to the target revision under
-	// the partition; -1 without one.
-	quota int
-}
-
-// newScope resolves the partition against the nodes the rollout may touch
-// (those matching the selector), of which onTarget already run, or are
-// moving to, the target revision: all but the partition may.
-func (c *Controller) newScope(cfg *settings, nodes []string, onTarget func(node string) bool) *scope {
-	s := &scope{cfg: cfg, c: c, quota: -1}
-	if cfg.partition == "" {
-		return s
-	}
-	eligible, taken := 0, 0
-	for _, n := range nodes {
-		if s.matches(n) {
-			eligible++
-			if onTarget(n) {
-				taken++
-			}
-		}
-	}
-	partition, _ := scaledCount(cfg.partition, eligible) // validated by rolloutSettings
-	s.quota = max(eligible-partition-taken, 0)
-	return s
-}
-
-// matches reports whether the node is one the rollout may touch.
-func (s *scope) matches(node string) bool {
-	if s.cfg.selector == nil || s.cfg.selector.Empty() {
+// matches reports whether the node is one the rollout may touch: its labels
+// match the rollout node selector, if any.
+func (s *settings) matches(c *Controller, node string) bool {
+	if s.selector == nil || s.selector.Empty() {
 		return true
 	}
-	n, err := s.c.nodeLister.Get(node)
-	return err == nil && s.cfg.selector.Matches(labels.Set(n.Labels))
+	n, err := c.nodeLister.Get(node)
+	return err == nil && s.selector.Matches(labels.Set(n.Labels))
 }
 
-// admit splits out-of-date pods into those the rollout may take now and those
-// it holds back: pods on nodes outside the selector, and, under a partition,
-// pods past the quota in node name order or on NotReady nodes (passed over,
-// not counted). pods is sorted by node name in place.
-func (s *scope) admit(pods []*corev1.Pod) (admitted, heldBack []*corev1.Pod) {
-	slices.SortFunc(pods, func(x, y *corev1.Pod) int { return strings.Compare(x.Spec.NodeName, y.Spec.NodeName) })
-	quota := s.quota
-	for _, p := range pods {
-		switch {
-		case !s.matches(p.Spec.NodeName):
-			// Outside the selector: keeps the pod it has.
-			heldBack = append(heldBack, p)
-		case quota < 0:
-			// No partition.
-			admitted = append(admitted, p)
-		case quota > 0 && s.c.nodeIsReady(p.Spec.NodeName):
-			// Within the partition's quota, in name order.
-			quota--
-			admitted = append(admitted, p)
-		default:
-			// Past the quota, or NotReady: passed over.
-			heldBack = append(heldBack, p)
-		}
+// partitionQuota is how many more of the nodes the rollout may touch may
+// move to the target revision under the partition (all but the partition,
+// less those already on it or moving to it); -1 without a partition.
+func (s *settings) partitionQuota(v *dsView) int {
+	if s.partition == "" {
+		return -1
 	}
-	return admitted, heldBack
+	partition, _ := scaledCount(s.partition, v.eligible) // validated by rolloutSettings
+	return max(v.eligible-partition-v.taken, 0)
+}
+
+// choice is what the operator's controls and the clock let a rollout take
+// now.
+type choice struct {
+	// replace are old pods down anyway: replacing them frees no budget and
+	// costs none.
+	replace []*nodeInfo
+	// take are available old pods, in node name order, at most the limit
+	// asked for.
+	take []*nodeInfo
+	// heldBack counts the candidates the node selector or the partition
+	// keep on the old revision.
+	heldBack int
+}
+
+// choose picks, in node name order, the old pods the rollout may replace
+// now, taking at most limit available ones. Without a partition it reads
+// only the nodes it takes (the ordered set of takeable nodes), so that its
+// cost follows the wave, not the fleet. With one, it walks the candidates
+// in name order: each node the partition lets through uses up one of its
+// quota, whether the clock lets it go now or not (a node whose window is
+// closed waits; the next one does not take its place), so the partition
+// keeps its exact meaning.
+func (v *dsView) choose(cfg *settings, limit int) choice {
+	ch := choice{heldBack: v.outside}
+	quota := cfg.partitionQuota(v)
+	if quota < 0 {
+		for node := range v.downs {
+			ch.replace = append(ch.replace, v.nodes[node])
+		}
+		v.takeable.Ascend(func(node string) bool {
+			if len(ch.take) >= limit {
+				return false
+			}
+			ch.take = append(ch.take, v.nodes[node])
+			return true
+		})
+		return ch
+	}
+	visited := 0
+	v.olds.Ascend(func(node string) bool {
+		if quota == 0 {
+			return false
+		}
+		quota--
+		visited++
+		switch n := v.nodes[node]; {
+		case n.down:
+			// Down anyway: replaced, in the quota.
+			ch.replace = append(ch.replace, n)
+		case n.takeable && len(ch.take) < limit:
+			// Within the quota, in name order.
+			ch.take = append(ch.take, n)
+		}
+		return true
+	})
+	ch.heldBack += v.olds.Len() - visited
+	return ch
 }
 
 // nodeIsReady reports whether the node exists and is Ready.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -41,22 +41,25 @@ type fixture struct {
 	t        *testing.T
 	ctx      context.Context
 	client   *fake.Clientset
-	factory  informers.SharedInformerFactory
+	inf      *Informers
 	recorder *record.FakeRecorder
 	c        *Controller
 }
+
+// testRecordNamespace is where the fixture's controller keeps its records.
+const testRecordNamespace = "edgeota-system"
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	client := fake.NewClientset(objs...)
-	factory := informers.NewSharedInformerFactory(client, 0)
+	inf := NewInformers(client, testRecordNamespace)
 	recorder := record.NewFakeRecorder(1000)
-	c, err := NewController(ctx, client, factory, recorder, NewMetrics(prometheus.NewRegistry()))
+	c, err := NewController(ctx, client, inf, recorder, NewMetrics(prometheus.NewRegistry()))
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
-	f := &fixture{t: t, ctx: ctx, client: client, factory: factory, recorder: recorder, c: c}
+	f := &fixture{t: t, ctx: ctx, client: client, inf: inf, recorder: recorder, c: c}
 	for _, obj := range objs {
 		if err := f.indexer(obj).Add(obj); err != nil {
 			t.Fatalf("seeding the cache: %v", err)
@@ -66,20 +69,72 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 }
 
 func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
-	switch obj.(type) {
+	switch o := obj.(type) {
 	case *appsv1.DaemonSet:
-		return f.factory.Apps().V1().DaemonSets().Informer().GetIndexer()
+		return f.inf.Cluster.Apps().V1().DaemonSets().Informer().GetIndexer()
 	case *appsv1.ControllerRevision:
-		return f.factory.Apps().V1().ControllerRevisions().Informer().GetIndexer()
+		return f.inf.Cluster.Apps().V1().ControllerRevisions().Informer().GetIndexer()
 	case *corev1.Pod:
-		return f.factory.Core().V1().Pods().Informer().GetIndexer()
+		if o.Labels[PrePullLabel] == "true" {
+			return f.inf.PrePull.Core().V1().Pods().Informer().GetIndexer()
+		}
+		return f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer()
 	case *corev1.Node:
-		return f.factory.Core().V1().Nodes().Informer().GetIndexer()
+		return f.inf.Cluster.Core().V1().Nodes().Informer().GetIndexer()
 	case *batchv1.Job:
-		return f.factory.Batch().V1().Jobs().Informer().GetIndexer()
+		return f.inf.PrePull.Batch().V1().Jobs().Informer().GetIndexer()
+	case *corev1.ConfigMap:
+		return f.inf.Records.Core().V1().ConfigMaps().Informer().GetIndexer()
 	}
 	f.t.Fatalf("no informer for %T", obj)
 	return nil
+}
+
+// update changes an object in the cache and delivers the event as its
+// informer would; a node event's enqueues are left in the queue.
+func (f *fixture) update(obj runtime.Object) {
+	f.t.Helper()
+	idx := f.indexer(obj)
+	key, _ := cache.MetaNamespaceKeyFunc(obj)
+	old, exists, _ := idx.GetByKey(key)
+	if err := idx.Update(obj); err != nil {
+		f.t.Fatal(err)
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if !exists {
+			f.c.addPod(o)
+			return
+		}
+		f.c.updatePod(old, o)
+	case *corev1.Node:
+		if !exists {
+			old = &corev1.Node{}
+		}
+		f.c.updateNode(old, o)
+	case *appsv1.DaemonSet:
+		if exists {
+			f.c.updateDaemonSet(old, o)
+		}
+	}
+}
+
+// remove deletes a pod from the cache and delivers the event.
+func (f *fixture) remove(pod *corev1.Pod) {
+	f.t.Helper()
+	if err := f.indexer(pod).Delete(pod); err != nil {
+		f.t.Fatal(err)
+	}
+	f.c.deletePod(pod)
+}
+
+// drainQueue empties the work queue.
+func (f *fixture) drainQueue() {
+	for f.c.queue.Len() > 0 {
+		key, _ := f.c.queue.Get()
+		f.c.queue.Done(key)
+		f.c.queue.Forget(key)
+	}
 }
 
 // sync runs one sync of the test DaemonSet, and the writes it left under
@@ -382,4 +437,74 @@ func offeredFor(hash string) podOption {
 		}
 		pod.Annotations[podchannel.OfferAnnotation] = value
 	}
+}
+
+// deletionsIssued counts the deletions the controller issued for the test
+// DaemonSet and has not seen in its cache yet.
+func (f *fixture) deletionsIssued() int {
+	t := f.c.existingTracker(testDSKey)
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.deleting)
+}
+
+// recordEntries returns the test DaemonSet's rollout record as this
+// process holds it.
+func (f *fixture) recordEntries() map[string]recordEntry {
+	t := f.c.existingTracker(testDSKey)
+	if t == nil || t.record == nil {
+		return nil
+	}
+	t.record.mu.Lock()
+	defer t.record.mu.Unlock()
+	return maps.Clone(t.record.entries)
+}
+
+// view returns the test DaemonSet's view as the last sync left it.
+func (f *fixture) view() viewSnapshot {
+	f.t.Helper()
+	t := f.c.existingTracker(testDSKey)
+	if t == nil || t.view == nil {
+		f.t.Fatalf("got no view of %s, want one after a sync", testDSKey)
+	}
+	return t.view.snapshot()
+}
+
+// meantFor gives an unbound pod the node affinity the DaemonSet controller
+// writes: it names the one node the pod is for.
+func meantFor(node string) podOption {
+	return func(pod *corev1.Pod) {
+		pod.Spec.NodeName = ""
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}},
+		}}
+	}
+}
+
+// inFlightSince is the record entry of a node whose old pod was deleted d
+// ago.
+func inFlightSince(pod string, d time.Duration) recordEntry {
+	return recordEntry{State: entryInFlight, Pod: types.UID(pod + "-uid"), Since: &metav1.Time{Time: time.Now().Add(-d).Truncate(time.Second)}}
+}
+
+// recordOf is the test DaemonSet's rollout record of the target revision
+// (newHash, number 2) holding the entries, as a predecessor wrote it.
+func recordOf(entries map[string]recordEntry) *corev1.ConfigMap {
+	rev := revision{hash: newHash, number: 2}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: testRecordNamespace, Name: recordName(testDSUID, rev, 0),
+			Labels: map[string]string{RecordLabel: string(testDSUID), recordHashLabel: newHash, recordRevisionLabel: "2"},
+		},
+		Data: map[string]string{},
+	}
+	for node, e := range entries {
+		cm.Data[node] = entryJSON(e)
+	}
+	return cm
 }

@@ -5,18 +5,19 @@ import (
 	"slices"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// TestFreshControllerCountsNodesAwaitingTheirPod: a controller that has just
-// started (after a crash, or as a new leader) has no expectations, yet the
-// previous one may have deleted pods whose replacements are not in the cache
-// with a node: not yet created, or created but not yet bound by the
-// scheduler. Those nodes are down all the same; counted as such (from the
-// DaemonSet's desired number of nodes), they hold the budget, and the fresh
-// controller deletes nothing more until they are back.
+// TestFreshControllerCountsNodesAwaitingTheirPod: a fresh controller (a
+// restart, a new leader) finds nodes whose pod its predecessor deleted and
+// whose replacement is not in the cache with a node: not yet created (the
+// predecessor's record says it deleted them), or created but not yet bound
+// by the scheduler (the replacement's node affinity names its node). Those
+// nodes are down all the same; counted per node, they hold the budget, and
+// the fresh controller deletes nothing more until they are back.
 func TestFreshControllerCountsNodesAwaitingTheirPod(t *testing.T) {
 	const nodes, awaiting = 10, 3 // budget 30% of 10: 3, all taken
 	tests := []struct {
@@ -25,25 +26,34 @@ func TestFreshControllerCountsNodesAwaitingTheirPod(t *testing.T) {
 	}{
 		{"replacement not created yet", nil},
 		{"replacement not bound yet", func(node string) *corev1.Pod {
-			return newPod("new-for-"+node, "", newHash, notReady)
+			return newPod("new-for-"+node, "", newHash, notReady, meantFor(node))
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ds := advancedDaemonSet("30%", func(ds *appsv1.DaemonSet) { ds.Status.DesiredNumberScheduled = nodes })
-			objs := slices.DeleteFunc(cluster(ds, readyNodes(nodes)), func(obj runtime.Object) bool {
+			objs := slices.DeleteFunc(cluster(advancedDaemonSet("30%"), readyNodes(nodes)), func(obj runtime.Object) bool {
 				p, ok := obj.(*corev1.Pod)
 				return ok && slices.Contains([]string{"pod-0", "pod-1", "pod-2"}, p.Name)
 			})
-			if tt.replacement != nil {
-				for i := range awaiting {
-					objs = append(objs, tt.replacement(fmt.Sprintf("node-%d", i)))
+			entries := map[string]recordEntry{}
+			for i := range awaiting {
+				node := fmt.Sprintf("node-%d", i)
+				if tt.replacement != nil {
+					objs = append(objs, tt.replacement(node))
+				} else {
+					entries[node] = inFlightSince(fmt.Sprintf("pod-%d", i), time.Minute)
 				}
+			}
+			if len(entries) > 0 {
+				objs = append(objs, recordOf(entries))
 			}
 			f := newFixture(t, objs...)
 			f.sync()
 			if got := f.deletedPods(); len(got) != 0 {
 				t.Errorf("got pods deleted %v with %d of %d nodes awaiting their pod, want none (budget %d)", got, awaiting, nodes, awaiting)
+			}
+			if s := f.lastStatus(); s.Total != nodes || s.InFlight != awaiting {
+				t.Errorf("got total %d, in flight %d, want %d and %d", s.Total, s.InFlight, nodes, awaiting)
 			}
 		})
 	}
@@ -52,11 +62,11 @@ func TestFreshControllerCountsNodesAwaitingTheirPod(t *testing.T) {
 // TestFreshControllerUsesBudgetLeft: nodes awaiting their pod take their
 // share of the budget, no more: with one of ten awaiting, two more go.
 func TestFreshControllerUsesBudgetLeft(t *testing.T) {
-	ds := advancedDaemonSet("30%", func(ds *appsv1.DaemonSet) { ds.Status.DesiredNumberScheduled = 10 })
-	objs := slices.DeleteFunc(cluster(ds, readyNodes(10)), func(obj runtime.Object) bool {
+	objs := slices.DeleteFunc(cluster(advancedDaemonSet("30%"), readyNodes(10)), func(obj runtime.Object) bool {
 		p, ok := obj.(*corev1.Pod)
 		return ok && p.Name == "pod-0"
 	})
+	objs = append(objs, recordOf(map[string]recordEntry{"node-0": inFlightSince("pod-0", time.Minute)}))
 	f := newFixture(t, objs...)
 	f.sync()
 	if got := f.deletedPods(); len(got) != 2 {

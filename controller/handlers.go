@@ -3,11 +3,11 @@ package controller
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,8 +23,9 @@ var (
 	podKind       = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
 )
 
-// addHandlers maps every informer event to the DaemonSet it concerns.
-func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs, leases cache.SharedIndexInformer) error {
+// addHandlers maps every informer event to the DaemonSet it concerns. Each
+// informer's events are counted by resource (edgeota_controller_watch_events_total).
+func (c *Controller) addHandlers(ds, revisions, pods, prePullPods, nodes, jobs, records cache.SharedIndexInformer) error {
 	handlers := []struct {
 		resource string
 		informer cache.SharedIndexInformer
@@ -37,10 +38,11 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs, leases cache.
 		}},
 		{"controllerrevisions", revisions, ownedHandler(c.enqueueOwner)},
 		{"pods", pods, cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueuePodOwner,
+			AddFunc:    c.addPod,
 			UpdateFunc: c.updatePod,
 			DeleteFunc: c.deletePod,
 		}},
+		{"prepullpods", prePullPods, ownedHandler(c.enqueuePrePullPodOwner)},
 		{"nodes", nodes, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.updateNode(&corev1.Node{}, obj) },
 			UpdateFunc: c.updateNode,
@@ -50,10 +52,9 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs, leases cache.
 				c.enqueueBatched(c.daemonSetKeyForJob(job))
 			}
 		})},
-		{"leases", leases, cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.renewLease,
-			UpdateFunc: func(_, obj any) { c.renewLease(obj) },
-		}},
+		// The records are the controller's own writes: read at a rebuild,
+		// never a reason to sync.
+		{"configmaps", records, cache.ResourceEventHandlerFuncs{}},
 	}
 	for _, h := range handlers {
 		reg, err := h.informer.AddEventHandler(c.metrics.countingHandler(h.resource, h.handler))
@@ -65,20 +66,15 @@ func (c *Controller) addHandlers(ds, revisions, pods, nodes, jobs, leases cache.
 	return nil
 }
 
-// updateDaemonSet enqueues a DaemonSet whose spec, annotations or
-// status.desiredNumberScheduled changed. The rest of its status, which the
-// native controller rewrites on every pod change of a rollout, is never read,
-// so updates of only that are dropped; desiredNumberScheduled counts the
-// nodes whose pod is missing in rollingUpdate's budget, so a sync must see it
-// change. Changes to the rollout status annotation alone, which the
-// controller writes itself, are dropped too: a write must not trigger the
-// sync that would write again.
+// updateDaemonSet enqueues a DaemonSet whose spec or annotations changed.
+// Its status, which the native controller rewrites on every pod change of a
+// rollout, is never read, so updates of only that are dropped; so are
+// changes to the rollout status annotation alone, which the controller
+// writes itself: a write must not trigger the sync that would write again.
 func (c *Controller) updateDaemonSet(old, obj any) {
 	oldDS, ok1 := old.(*appsv1.DaemonSet)
 	ds, ok2 := obj.(*appsv1.DaemonSet)
-	if ok1 && ok2 && oldDS.Generation == ds.Generation &&
-		equalExcept(oldDS.Annotations, ds.Annotations, RolloutStatusAnnotation) &&
-		oldDS.Status.DesiredNumberScheduled == ds.Status.DesiredNumberScheduled {
+	if ok1 && ok2 && oldDS.Generation == ds.Generation && equalExcept(oldDS.Annotations, ds.Annotations, RolloutStatusAnnotation) {
 		return
 	}
 	c.enqueue(obj)
@@ -148,15 +144,59 @@ func (c *Controller) enqueueOwner(obj any) {
 	}
 }
 
-// enqueuePodOwner enqueues, batched, the DaemonSet of a daemon pod, or of the
-// pod whose pre-pull Job runs this pod.
-func (c *Controller) enqueuePodOwner(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+// podChanged marks the pod's node dirty in its DaemonSet's view and
+// enqueues the DaemonSet, batched.
+func (c *Controller) podChanged(pod *corev1.Pod) {
+	key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod))
+	if key == "" {
+		return
+	}
+	if node := nodeOfPod(pod); node != "" {
+		c.markDirty(key, node)
+	}
+	c.enqueueBatched(key)
+}
+
+func (c *Controller) addPod(obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		c.podChanged(pod)
+	}
+}
+
+// updatePod handles a pod change; a pod turning terminating counts as its
+// deletion, as the ReplicaSet controller does: from then on its node is in
+// flight, so the rollout need not wait for the kubelet to finish the pod.
+// A pod bound since (its node named by affinity before) stays on its node.
+func (c *Controller) updatePod(old, obj any) {
+	oldPod, ok1 := old.(*corev1.Pod)
+	pod, ok2 := obj.(*corev1.Pod)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
+		return
+	}
+	if pod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
+		c.written.forgetPod(pod.UID)
+	}
+	if before, after := nodeOfPod(oldPod), nodeOfPod(pod); before != after && before != "" {
+		c.podChanged(oldPod)
+	}
+	c.podChanged(pod)
+}
+
+// deletePod handles a pod leaving the cache, from a tombstone if need be.
+func (c *Controller) deletePod(obj any) {
+	pod, ok := unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
 	}
-	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
-		c.enqueueBatched(key)
+	c.written.forgetPod(pod.UID)
+	c.podChanged(pod)
+}
+
+// enqueuePrePullPodOwner enqueues, batched, the DaemonSet of the pod whose
+// pre-pull Job runs this pod.
+func (c *Controller) enqueuePrePullPodOwner(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
 		return
 	}
 	ref := controllerOf(pod)
@@ -170,80 +210,70 @@ func (c *Controller) enqueuePodOwner(obj any) {
 	c.enqueueBatched(c.daemonSetKeyForJob(job))
 }
 
-// updatePod treats a pod turning terminating as its deletion, as the
-// ReplicaSet controller does: from then on its node counts as unavailable, so
-// the rollout need not wait for the kubelet to finish the pod.
-func (c *Controller) updatePod(old, obj any) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	pod, ok2 := obj.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		c.deletePod(pod)
-		return
-	}
-	c.enqueuePodOwner(pod)
-}
-
-// deletePod observes a deletion the controller expects (its node now awaits a
-// replacement), then enqueues the pod's DaemonSet, batched.
-func (c *Controller) deletePod(obj any) {
-	pod, ok := unwrap(obj).(*corev1.Pod)
-	if !ok {
-		return
-	}
-	c.written.forgetPod(pod.UID)
-	if key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)); key != "" {
-		c.expectations.deletionObserved(key, pod.UID, true)
-		c.enqueueBatched(key)
-		return
-	}
-	c.enqueuePodOwner(pod) // a pre-pull Job's pod
-}
-
-// updateNode enqueues every DaemonSet with a pod on a node whose readiness
-// changed (a new node counts as changed from NotReady), so that a node
-// reconnecting is upgraded at once, not at the DaemonSet's next event, and
-// one disconnecting is judged (skipped, or failed while in flight); so does a
-// change of its labels, which rollout node selectors match. A heartbeat alone
-// enqueues only the DaemonSets waiting for one from the node.
+// updateNode marks the node dirty in every DaemonSet it is a node of (a pod
+// there, or an in-flight or failed entry in its record) and enqueues them
+// when something a verdict reads changed: its readiness (a node reconnecting
+// is upgraded at once; one disconnecting is judged, skipped or failed), its
+// labels (rollout node selectors, the template's selector), annotations
+// (its time zone) or taints. A heartbeat alone enqueues only the
+// DaemonSets waiting for one from the node.
 func (c *Controller) updateNode(old, obj any) {
 	oldNode, ok1 := old.(*corev1.Node)
 	node, ok2 := obj.(*corev1.Node)
 	if !ok1 || !ok2 {
 		return
 	}
-	if health.NodeReady(oldNode) == health.NodeReady(node) && maps.Equal(oldNode.Labels, node.Labels) {
+	if health.NodeReady(oldNode) == health.NodeReady(node) && maps.Equal(oldNode.Labels, node.Labels) &&
+		maps.Equal(oldNode.Annotations, node.Annotations) && slices.EqualFunc(oldNode.Spec.Taints, node.Spec.Taints, taintsEqual) {
 		if sent := lastHeartbeat(node, time.Time{}); !sent.Equal(lastHeartbeat(oldNode, time.Time{})) {
 			c.heartbeat(node.Name, sent)
 		}
 		return
 	}
-	objs, _ := c.podIndexer.ByIndex(byNode, node.Name)
+	for key := range c.daemonSetsOfNode(node.Name) {
+		c.markDirty(key, node.Name)
+		c.queue.Add(key)
+	}
+}
+
+func taintsEqual(a, b corev1.Taint) bool { return a.MatchTaint(&b) && a.Value == b.Value }
+
+// daemonSetsOfNode returns the keys of the DaemonSets the node is a node of:
+// those with a pod there, and those whose record names it (a node whose pod
+// was deleted and not replaced has no pod to find it by).
+func (c *Controller) daemonSetsOfNode(node string) sets.Set[string] {
+	objs, _ := c.podIndexer.ByIndex(byNode, node)
 	keys := sets.New[string]()
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
 		keys.Insert(c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)))
 	}
+	c.trackersMu.Lock()
+	trackers := slices.Collect(maps.Values(c.trackers))
+	c.trackersMu.Unlock()
+	for _, t := range trackers {
+		t.mu.Lock()
+		r := t.record
+		_, deleting := t.deleting[node]
+		t.mu.Unlock()
+		if deleting {
+			keys.Insert(t.key)
+		} else if r != nil {
+			if _, ok := r.entry(node); ok {
+				keys.Insert(t.key)
+			}
+		}
+	}
 	keys.Delete("")
-	for key := range keys {
-		c.queue.Add(key)
-	}
+	return keys
 }
 
-// renewLease treats a node Lease's renewal as the node's heartbeat.
-func (c *Controller) renewLease(obj any) {
-	if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Namespace == corev1.NamespaceNodeLease && lease.Spec.RenewTime != nil {
-		c.heartbeat(lease.Name, lease.Spec.RenewTime.Time)
-	}
-}
-
-// heartbeat enqueues the DaemonSets that the node's heartbeat, sent at sent,
-// settles.
+// heartbeat marks the node dirty in, and enqueues, the DaemonSets that its
+// heartbeat, sent at sent, settles.
 func (c *Controller) heartbeat(node string, sent time.Time) {
-	for _, key := range c.heartbeats.settledBy(node, sent) {
+	for _, key := range c.heartbeats.observe(node, sent) {
 		c.logger.V(4).Info(LogHeartbeatSettles, "node", node, "sent", sent, "daemonset", key)
+		c.markDirty(key, node)
 		c.queue.Add(key)
 	}
 }

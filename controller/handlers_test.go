@@ -27,7 +27,11 @@ func TestPodEventsEnqueueTheirDaemonSet(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, prePullCluster(pod, job)...)
-			if got := f.queuedBy(func() { f.c.enqueuePodOwner(tt.pod) }); !slices.Equal(got, tt.want) {
+			handler := f.c.addPod
+			if tt.pod.Labels[PrePullLabel] == "true" {
+				handler = f.c.enqueuePrePullPodOwner
+			}
+			if got := f.queuedBy(func() { handler(tt.pod) }); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q queued, want %q", got, tt.want)
 			}
 		})
@@ -48,37 +52,53 @@ func TestJobEventsEnqueueTheirDaemonSet(t *testing.T) {
 	}
 }
 
-func TestDeletedPodTombstoneObservesExpectation(t *testing.T) {
-	pod := newPod("pod-0", "node-0", oldHash)
-	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(1))...)
-	f.c.expectations.expectDeletions(testDSKey, map[types.UID]string{pod.UID: pod.Spec.NodeName})
-	queued := f.queuedBy(func() { f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "default/pod-0", Obj: pod}) })
-	if got := f.c.expectations.pendingDeletions(testDSKey); len(got) != 0 {
-		t.Errorf("got pending deletions %v after the tombstone, want none", got)
-	}
-	if got := f.c.expectations.awaitingReplacement(testDSKey); !slices.Equal(got, []string{"node-0"}) {
-		t.Errorf("got nodes awaiting replacement %v, want [node-0]", got)
-	}
-	if want := []string{testDSKey}; !slices.Equal(queued, want) {
-		t.Errorf("got %q queued, want %q", queued, want)
-	}
-}
-
-func TestTerminatingPodObservesExpectation(t *testing.T) {
-	pod := newPod("pod-0", "node-0", oldHash)
-	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(1))...)
-	f.c.expectations.expectDeletions(testDSKey, map[types.UID]string{pod.UID: pod.Spec.NodeName})
-	deleting := newPod("pod-0", "node-0", oldHash, terminating)
-	deleting.ResourceVersion = "2"
-	f.c.updatePod(pod, deleting)
-	if got := f.c.expectations.pendingDeletions(testDSKey); len(got) != 0 {
-		t.Errorf("got pending deletions %v once the pod is terminating, want none", got)
+// TestDeletionSeenEndsTheWait: a deletion this process issued counts as in
+// flight until the cache shows it, by a tombstone or by the pod turning
+// terminating; then the node stays in flight by its record entry, and its
+// pod is never deleted twice.
+func TestDeletionSeenEndsTheWait(t *testing.T) {
+	for _, how := range []string{"tombstone", "terminating"} {
+		t.Run(how, func(t *testing.T) {
+			f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(2))...)
+			f.sync()
+			if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0"}) {
+				t.Fatalf("got pods deleted %v, want [pod-0]", got)
+			}
+			if got := f.deletionsIssued(); got != 1 {
+				t.Fatalf("got %d deletions in flight, want 1", got)
+			}
+			pod := newPod("pod-0", "node-0", oldHash)
+			var queued []string
+			if how == "tombstone" {
+				if err := f.indexer(pod).Delete(pod); err != nil {
+					t.Fatal(err)
+				}
+				queued = f.queuedBy(func() { f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "default/pod-0", Obj: pod}) })
+			} else {
+				deleting := newPod("pod-0", "node-0", oldHash, terminating)
+				deleting.ResourceVersion = "2"
+				queued = f.queuedBy(func() { f.update(deleting) })
+			}
+			if want := []string{testDSKey}; !slices.Equal(queued, want) {
+				t.Errorf("got %q queued, want %q", queued, want)
+			}
+			f.sync()
+			if got := f.deletionsIssued(); got != 0 {
+				t.Errorf("got %d deletions in flight once the cache shows it, want 0", got)
+			}
+			if got := f.deletedPods(); len(got) != 1 {
+				t.Errorf("got pods deleted %v, want pod-0 once: node-0 is in flight", got)
+			}
+			if got := f.view().Nodes["node-0"].State; got != nodeInFlight {
+				t.Errorf("got node-0 %v, want in flight", got)
+			}
+		})
 	}
 }
 
 // TestDaemonSetStatusUpdatesAreDropped: the native controller rewrites a
-// DaemonSet's status on every pod change of a rollout; only the part a sync
-// reads (desiredNumberScheduled, for nodes whose pod is missing) enqueues it.
+// DaemonSet's status on every pod change of a rollout, which a sync never
+// reads: only spec and annotation changes enqueue it.
 func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 	old := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"))
 	old.Generation = 3
@@ -89,7 +109,7 @@ func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 		want   []string
 	}{
 		{"status only", func(ds *appsv1.DaemonSet) { ds.Status.NumberReady = 7 }, nil},
-		{"nodes to run on", func(ds *appsv1.DaemonSet) { ds.Status.DesiredNumberScheduled = 6 }, []string{testDSKey}},
+		{"nodes to run on: counted per node, never from the status", func(ds *appsv1.DaemonSet) { ds.Status.DesiredNumberScheduled = 6 }, nil},
 		{"spec", func(ds *appsv1.DaemonSet) { ds.Generation = 4 }, []string{testDSKey}},
 		{"annotation", func(ds *appsv1.DaemonSet) { ds.Annotations[MaxUnavailableAnnotation] = "2" }, []string{testDSKey}},
 		{"rollout status alone, the controller's own write", func(ds *appsv1.DaemonSet) { ds.Annotations[RolloutStatusAnnotation] = "{}" }, nil},

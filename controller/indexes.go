@@ -6,12 +6,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Cache indexes: a sync reads one DaemonSet's pods, one node's pods or one
-// pod's Jobs without scanning the whole cluster's.
+// Cache indexes: a sync reads one DaemonSet's pods, one node's pods of one
+// DaemonSet, one pod's Jobs or one DaemonSet's rollout records without
+// scanning the whole cache.
 const (
-	byControllerUID = "controllerUID"
-	byNode          = "nodeName"
-	byOwnerUID      = "ownerUID"
+	byControllerUID  = "controllerUID"
+	byNode           = "nodeName"
+	byControllerNode = "controllerUID/nodeName"
+	byOwnerUID       = "ownerUID"
+	byRecordOwner    = "recordOwner"
 )
 
 func indexByControllerUID(obj any) ([]string, error) {
@@ -23,11 +26,29 @@ func indexByControllerUID(obj any) ([]string, error) {
 	return nil, nil
 }
 
+// indexByNode indexes a pod by its node: the one it is bound to, or the one
+// its node affinity names while unbound (nodeOfPod).
 func indexByNode(obj any) ([]string, error) {
-	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-		return []string{pod.Spec.NodeName}, nil
+	if pod, ok := obj.(*corev1.Pod); ok {
+		if node := nodeOfPod(pod); node != "" {
+			return []string{node}, nil
+		}
 	}
 	return nil, nil
+}
+
+// indexByControllerNode indexes a pod by its controller's UID and its node,
+// "uid/node": one node's pods of one DaemonSet, what a node's verdict needs.
+func indexByControllerNode(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	ref, node := controllerOf(pod), nodeOfPod(pod)
+	if ref == nil || node == "" {
+		return nil, nil
+	}
+	return []string{string(ref.UID) + "/" + node}, nil
 }
 
 // indexByOwnerUID indexes Jobs by the pods owning them (not as controller),
@@ -44,4 +65,15 @@ func indexByOwnerUID(obj any) ([]string, error) {
 		}
 	}
 	return uids, nil
+}
+
+// indexByRecordOwner indexes rollout record ConfigMaps by the UID of their
+// DaemonSet.
+func indexByRecordOwner(obj any) ([]string, error) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		if uid := cm.Labels[RecordLabel]; uid != "" {
+			return []string{uid}, nil
+		}
+	}
+	return nil, nil
 }

@@ -20,6 +20,7 @@ type Metrics struct {
 	rolloutNodes      *prometheus.GaugeVec
 	rolloutHalted     *prometheus.GaugeVec
 	watchEvents       *prometheus.CounterVec
+	recordWrites      prometheus.Counter
 }
 
 // Values of the state label of edgeota_controller_rollout_nodes.
@@ -55,8 +56,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edgeota_controller_watch_events_total",
 			Help: "Watch events the controller's informers handed it (adds, updates, deletes), by resource: what watching the cluster costs it, at rest as in a rollout.",
 		}, []string{"resource"}),
+		recordWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgeota_controller_record_writes_total",
+			Help: "Writes of rollout records (one ConfigMap created or patched): failures, and nodes about to be or being upgraded.",
+		}),
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents)
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents, m.recordWrites)
 	return m
 }
 
@@ -77,6 +82,8 @@ func (m *Metrics) observeSync(d time.Duration, err error) {
 }
 
 func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
+
+func (m *Metrics) recordWritten() { m.recordWrites.Inc() }
 
 // countingHandler counts the events of one resource's informer in
 // edgeota_controller_watch_events_total, then hands them on.

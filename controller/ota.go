@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,22 +22,16 @@ import (
 // pod: upgrades are the node owner's call, through the node agent. It offers
 // the target revision (True) to out-of-date pods the operator's controls let
 // the rollout take, holds back the others (False, NotOffered), and once
-// max-failed pods that owners upgraded have failed by the same rule as
-// AdvancedRollingUpdate's (judgeNode), withdraws the offers not yet taken
-// (False, RolloutHalted).
-func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision, pods []*corev1.Pod) error {
-	nodes := podsByNode(ds, target.hash, pods)
-	cfg, err := rolloutSettings(ds, len(nodes))
-	if !c.settingsValid(ds, key, err) {
-		return nil
+// max-failed nodes that owners upgraded have failed by the same rule as
+// AdvancedRollingUpdate's (judgeNode; an upgrade whose replacement never
+// comes included), withdraws the offers not yet taken (False,
+// RolloutHalted).
+func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision) error {
+	r, err := c.assess(ctx, ds, key, StrategyOTA, target)
+	if r == nil || err != nil {
+		return err
 	}
-	statusValue, prev := c.statusWrites.current(key, ds)
-	record := recordFor(prev, target)
-	a := c.assess(ds, key, nodes, nil, nil, cfg, record)
-	if a.recheck > 0 {
-		c.queue.AddAfter(key, a.recheck)
-	}
-
+	pods := c.podsControlledBy(ds.UID)
 	revisionMessage := podcondition.RevisionMessage(target.hash)
 	standing := map[*corev1.Pod]bool{} // out-of-date pods holding an offer of the target
 	offeredOn := map[string]bool{}     // their nodes
@@ -45,28 +41,66 @@ func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key stri
 			continue
 		}
 		if c := podcondition.Get(&pod.Status, podcondition.NeedUpgrade); c != nil && c.Status == corev1.ConditionTrue && c.Message == revisionMessage {
-			standing[pod], offeredOn[pod.Spec.NodeName] = true, true
+			standing[pod], offeredOn[nodeOfPod(pod)] = true, true
 		} else {
 			fresh = append(fresh, pod)
 		}
 	}
-	names := make([]string, 0, len(nodes))
-	for node := range nodes {
-		names = append(names, node)
-	}
-	scope := c.newScope(&cfg, names, func(n string) bool { return nodes[n].newPod != nil || offeredOn[n] })
-	admitted, held := scope.admit(fresh)
-	status := newRolloutStatus(target, &a, record, &cfg, len(nodes), len(held), len(admitted), "upgraded nodes")
-	return c.publish(ctx, ds, key, statusValue, prev, status, record, func() error {
-		return c.offer(ctx, ds, target, &cfg, &status, scope, pods, standing, admitted)
+	admitted, held := c.admitOffers(&r.cfg, r.view, fresh, offeredOn)
+	status := r.status(len(held), len(admitted), "upgraded nodes")
+	return c.publish(ctx, ds, key, r.statusValue, r.prev, status, r.grew, r.failures, func() error {
+		return c.offer(ctx, ds, target, &r.cfg, &status, pods, standing, admitted)
 	})
+}
+
+// admitOffers splits out-of-date pods not offered the target yet into those
+// the operator's controls let the rollout offer it now and those they hold
+// back: pods on nodes outside the selector, and, under a partition, pods
+// past its quota in node name order or on NotReady nodes (passed over, not
+// counted). A node running the target, or holding an offer of it, counts
+// as taken by the partition.
+func (c *Controller) admitOffers(cfg *settings, v *dsView, fresh []*corev1.Pod, offeredOn map[string]bool) (admitted, heldBack []*corev1.Pod) {
+	quota := -1
+	if cfg.partition != "" {
+		eligible, taken := 0, 0
+		for name, n := range v.nodes {
+			if n.eligible {
+				eligible++
+				if n.pods.newPod != nil || offeredOn[name] {
+					taken++
+				}
+			}
+		}
+		partition, _ := scaledCount(cfg.partition, eligible) // validated by rolloutSettings
+		quota = max(eligible-partition-taken, 0)
+	}
+	slices.SortFunc(fresh, func(x, y *corev1.Pod) int { return strings.Compare(nodeOfPod(x), nodeOfPod(y)) })
+	for _, p := range fresh {
+		node := nodeOfPod(p)
+		switch {
+		case !cfg.matches(c, node):
+			// Outside the selector: keeps the pod it has.
+			heldBack = append(heldBack, p)
+		case quota < 0:
+			// No partition.
+			admitted = append(admitted, p)
+		case quota > 0 && c.nodeIsReady(node):
+			// Within the partition's quota, in name order.
+			quota--
+			admitted = append(admitted, p)
+		default:
+			// Past the quota, or NotReady: passed over.
+			heldBack = append(heldBack, p)
+		}
+	}
+	return admitted, heldBack
 }
 
 // offer writes PodNeedUpgrade on every live pod: True on the target's offers
 // (admitted, and standing ones), False with the reason on the others, and
 // serves their pre-pull requests.
 func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target revision, cfg *settings, status *RolloutStatus,
-	scope *scope, pods []*corev1.Pod, standing map[*corev1.Pod]bool, admitted []*corev1.Pod) error {
+	pods []*corev1.Pod, standing map[*corev1.Pod]bool, admitted []*corev1.Pod) error {
 	revisionMessage := podcondition.RevisionMessage(target.hash)
 	offered := map[*corev1.Pod]bool{} // admitted, and not paused
 	for _, p := range admitted {
@@ -91,11 +125,11 @@ func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target rev
 			want.Status = corev1.ConditionTrue
 		default:
 			// Held back by pause, selector or partition.
-			want.Reason, want.Message = podcondition.ReasonNotOffered, podcondition.FailureMessage(target.hash, notOfferedWhy(cfg, scope, pod))
+			want.Reason, want.Message = podcondition.ReasonNotOffered, podcondition.FailureMessage(target.hash, c.notOfferedWhy(cfg, pod))
 		}
 		var offer *podchannel.Offer
 		if !upToDate(ds, target.hash, pod) {
-			offer = offerFor(ds, target, pod, want.Status == corev1.ConditionTrue, time.Now())
+			offer = offerFor(ds, target, pod, want.Status == corev1.ConditionTrue, c.now())
 		}
 		if task := c.conditionTask(pod, want, offer); task != nil {
 			tasks = append(tasks, task)
@@ -119,11 +153,11 @@ func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target rev
 }
 
 // notOfferedWhy says which control holds the pod back.
-func notOfferedWhy(cfg *settings, scope *scope, pod *corev1.Pod) string {
+func (c *Controller) notOfferedWhy(cfg *settings, pod *corev1.Pod) string {
 	switch {
 	case cfg.paused:
 		return PausedAnnotation + " is true"
-	case !scope.matches(pod.Spec.NodeName):
+	case !cfg.matches(c, nodeOfPod(pod)):
 		return "node outside " + RolloutNodeSelectorAnnotation
 	default:
 		return "held back by " + PartitionAnnotation

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -56,7 +57,7 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev
 	}
 	outcome, why := pullPending, ""
 	if job != nil {
-		outcome, why = judgePull(job, c.podsControlledBy(job.UID))
+		outcome, why = judgePull(job, c.jobPods(job.UID))
 	}
 	act := requested && (job == nil || outcome != pullPending)
 	if !stale && !act && len(obsolete) == 0 {
@@ -133,6 +134,16 @@ func (c *Controller) deleteJob(ctx context.Context, ds *appsv1.DaemonSet, job *b
 	}
 	c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedPrePullJob, "Deleting pre-pull job %s failed: %v", job.Name, err)
 	return fmt.Errorf("deleting pre-pull job %s/%s: %w", job.Namespace, job.Name, err)
+}
+
+// jobPods returns the cached pods of a pre-pull Job.
+func (c *Controller) jobPods(uid types.UID) []*corev1.Pod {
+	objs, _ := c.prePullPods.ByIndex(byControllerUID, string(uid))
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, obj := range objs {
+		pods = append(pods, obj.(*corev1.Pod))
+	}
+	return pods
 }
 
 // prePullJobsOf returns the pod's pre-pull Jobs from the cache.

@@ -38,6 +38,7 @@ func prePullFor(pod *corev1.Pod, hash string) *batchv1.Job {
 func jobPod(job *batchv1.Job, states ...corev1.ContainerState) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Namespace: job.Namespace, Name: job.Name + "-x", UID: types.UID(job.Name + "-x-uid"),
+		Labels:          job.Spec.Template.Labels, // as the Job controller labels its pods
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
 	}}
 	for i, st := range states {

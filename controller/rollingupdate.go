@@ -4,283 +4,247 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 )
 
 // rollingUpdate deletes out-of-date pods on Ready nodes within max-unavailable,
 // by the native DaemonSet controller's rules for maxSurge=0, so that the
 // DaemonSet controller (OnDelete) recreates them from the current template,
-// and halts the rollout once max-failed upgraded nodes failed (see judgeNode).
+// and halts the rollout once max-failed nodes failed (see judgeNode).
 // NotReady nodes that are not in flight are neither counted nor touched: they
 // cannot take an upgrade now and would otherwise hold the budget forever;
 // their pods are upgraded when they come back (the node handler requeues the
 // DaemonSet).
-func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision, pods []*corev1.Pod) error {
-	// Deletions issued and not yet seen in the cache leave it counting too
-	// few nodes down: it may still show those pods running, or already gone
-	// while their nodes do not await a replacement yet. Their nodes are in
-	// flight all the same, counted from what this process issued rather than
-	// from the cache, so that a sync on a cache lagging its own deletions
-	// decides at once, and never past the budget.
-	pending := c.expectations.pendingDeletions(key)
-	nodes := podsByNode(ds, target.hash, pods)
-	// Nodes whose pod was deleted and not yet replaced still run the
-	// DaemonSet, for the percentage as for the count of unavailable ones.
-	awaiting := sets.New[string]()
-	for _, node := range c.expectations.awaitingReplacement(key) {
-		awaiting.Insert(node)
+func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision) error {
+	r, err := c.assess(ctx, ds, key, StrategyAdvancedRollingUpdate, target)
+	if r == nil || err != nil {
+		return err
 	}
-	for _, node := range pending {
-		awaiting.Insert(node)
-	}
-	for node := range nodes {
-		awaiting.Delete(node)
-	}
-	// Nodes the DaemonSet should run on that show no pod and are not awaited
-	// either: their pod is being replaced (the new one not created yet, or not
-	// yet bound by the scheduler, so without a node) by a deletion this
-	// process does not remember, as after a restart or a leader handover.
-	// They are down all the same. The count rests on the DaemonSet's status,
-	// which lags by one of its controller's syncs at most; pods still running
-	// on nodes it no longer schedules to (a NotReady node's taint) offset it,
-	// so it can fall short, not over.
-	missing := max(int(ds.Status.DesiredNumberScheduled)-len(nodes)-awaiting.Len(), 0)
-	total := len(nodes) + awaiting.Len() + missing
-	cfg, err := rolloutSettings(ds, total)
-	if !c.settingsValid(ds, key, err) {
+	// Budget: in-flight, failed and down nodes count against it; the
+	// controller deletes within what is left, the down ones at no cost.
+	v := r.view
+	unavailable := v.counts[nodeInFlight] + v.counts[nodeFailed] + v.counts[nodeOldDown]
+	allowed := max(r.cfg.maxUnavailable-unavailable, 0)
+	ch := v.choose(&r.cfg, allowed)
+	status := r.status(ch.heldBack, v.olds.Len()-(ch.heldBack-v.outside), "nodes")
+	return c.publish(ctx, ds, key, r.statusValue, r.prev, status, r.grew, r.failures, func() error {
+		var toDelete []*nodeInfo
+		if !status.Halted && !r.cfg.paused {
+			toDelete = append(ch.replace, ch.take...)
+		}
+		verbosity := 4
+		if len(toDelete) > 0 {
+			verbosity = 2
+		}
+		klog.FromContext(ctx).V(verbosity).Info("Rolling update", "nodes", status.Total, "maxUnavailable", r.cfg.maxUnavailable,
+			"unavailable", unavailable, "inFlight", status.InFlight, "failed", status.Failed.Count, "maxFailed", r.cfg.maxFailed,
+			"halted", status.Halted, "paused", r.cfg.paused, "candidates", v.olds.Len(), "deleting", len(toDelete),
+			"daemonSetResourceVersion", ds.ResourceVersion)
+		if err := c.deleteOldPods(ctx, ds, key, r.tracker, target, toDelete); err != nil {
+			return err
+		}
+		if !status.Halted && !r.cfg.paused {
+			c.writeIntents(ctx, key, r, toDelete)
+		}
 		return nil
+	})
+}
+
+// rollout is where one sync found a DaemonSet's rollout: its settings, its
+// view of the nodes, the record, and the status it last wrote.
+type rollout struct {
+	tracker     *tracker
+	view        *dsView
+	record      *rolloutRecord
+	cfg         settings
+	target      revision
+	strategy    Strategy
+	statusValue string
+	prev        *RolloutStatus
+	// grew: the record holds failures the status does not show yet;
+	// failures names them for an event.
+	grew     bool
+	failures string
+}
+
+// assess brings the DaemonSet's view up to date (see refresh) and writes
+// what the rollout record must hold before anything is deleted or offered:
+// new failures, and in-flight entries the judgement established. It
+// requeues the DaemonSet for its next change by the clock. A nil rollout
+// with a nil error means the DaemonSet waits for a change (invalid
+// settings, said in an event).
+func (c *Controller) assess(ctx context.Context, ds *appsv1.DaemonSet, key string, strategy Strategy, target revision) (*rollout, error) {
+	cfg, err := rolloutSettings(ds, 0)
+	if !c.settingsValid(ds, key, err) {
+		return nil, nil
 	}
 	statusValue, prev := c.statusWrites.current(key, ds)
-	record := recordFor(prev, target)
-	a := c.assess(ds, key, nodes, awaiting, pending, cfg, record)
-	a.unavailable += missing
-	if a.recheck > 0 {
-		c.queue.AddAfter(key, a.recheck)
-	}
+	t := c.trackerFor(key)
+	now := c.now()
 
-	// The operator's controls: the selector and partition hold some nodes
-	// back; a pause holds back all.
-	names := make([]string, 0, len(nodes)+awaiting.Len())
-	for n := range nodes {
-		names = append(names, n)
+	t.mu.Lock()
+	if t.record == nil || t.record.dsUID != ds.UID || t.record.rev != target {
+		// First sync, a new leader, or a new target: the record of the
+		// target as the cluster holds it; records of other revisions go.
+		if t.uid != "" && t.uid != ds.UID {
+			clear(t.deleting) // a namesake DaemonSet: nothing of the old one applies
+		}
+		var stale []string
+		t.record, stale = c.loadRecord(ds, key, target, prev)
+		t.uid, t.view = ds.UID, nil
+		c.deleteRecords(ctx, key, stale)
 	}
-	names = append(names, awaiting.UnsortedList()...)
-	scope := c.newScope(&cfg, names, func(n string) bool {
-		np, ok := nodes[n]
-		return !ok || np.newPod != nil || np.oldPod == nil || np.oldPodDeleted(pending) // awaiting, upgraded, or in flight
-	})
-	admitted, held := scope.admit(append(slices.Clone(a.replaceNow), a.candidates...))
-	a.inFlight += awaiting.Len() + missing
-	status := newRolloutStatus(target, &a, record, &cfg, total, len(held), len(admitted), "nodes")
-	return c.publish(ctx, ds, key, statusValue, prev, status, record, func() error {
-		c.deleteWithinBudget(ctx, ds, key, target, &cfg, &a, &status, admitted)
+	in := &judgeInput{ds: ds, strategy: strategy, target: target, cfg: &cfg, record: t.record, deleting: t.deleting, now: now}
+	c.refresh(t, in)
+	r := &rollout{tracker: t, view: t.view, record: t.record, target: target, strategy: strategy, statusValue: statusValue, prev: prev}
+	t.mu.Unlock()
+
+	// Percentages are of the nodes running the DaemonSet, now known.
+	if r.cfg, err = rolloutSettings(ds, len(r.view.nodes)); !c.settingsValid(ds, key, err) {
+		return nil, nil
+	}
+	c.heartbeats.set(key, r.view.awaiting)
+	if next := r.view.nextChange(); !next.IsZero() {
+		c.queue.AddAfter(key, next.Sub(now))
+	}
+	// Write before act: what the judgement recorded is written before the
+	// sync deletes or offers anything, so that a restarted controller or a
+	// new leader, rebuilding from the cluster, decides exactly as this one.
+	if pending, _ := r.record.pending(); pending {
+		if err := c.writeRecord(ctx, r.record); err != nil {
+			return nil, err
+		}
+	}
+	shown, failures := r.record.display()
+	r.failures = failures
+	r.grew = failuresGrew(prev, target, shown.Count)
+	return r, nil
+}
+
+// status summarises the rollout for the annotation, and says why it is
+// halted or paused if it is; failed names what failed ("nodes", "upgraded
+// nodes"). heldBack counts the candidates the selector and the partition
+// hold back; a pause holds back the admitted ones as well.
+func (r *rollout) status(heldBack, admitted int, failed string) RolloutStatus {
+	v := r.view
+	shown, _ := r.record.display()
+	s := RolloutStatus{
+		Revision: r.target.number, Hash: r.target.hash, Strategy: r.strategy,
+		Updated: v.counts[nodeSettled] + v.skippedUpdated, Total: len(v.nodes),
+		InFlight: v.counts[nodeInFlight], Skipped: v.counts[nodeSkipped], Failed: shown, HeldBack: heldBack,
+		Paused: r.cfg.paused, Halted: shown.Count >= r.cfg.maxFailed,
+	}
+	switch {
+	case s.Halted:
+		s.Reason = fmt.Sprintf("%d %s failed (max-failed %d)", s.Failed.Count, failed, r.cfg.maxFailed)
+	case r.cfg.paused:
+		s.Reason = PausedAnnotation + " is true"
+		s.HeldBack += admitted
+	}
+	return s
+}
+
+// deleteOldPods deletes the nodes' old pods, in parallel and in the
+// background, each once its in-flight entry is written: the entries
+// written ahead (writeIntents) serve at once; a node without one has it
+// written first, so that a restarted controller knows what this one took
+// away even if no replacement ever comes. The deletions count as in flight
+// from now on (tracker.deleting), so that no sync deletes past the budget on
+// a cache that does not show them yet, and none waits for their round trips
+// either: the budget the next heartbeat frees is used at once. A failed
+// deletion puts the node back, says FailedDelete and requeues with backoff.
+func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, key string, t *tracker, target revision, nodes []*nodeInfo) error {
+	if len(nodes) == 0 {
 		return nil
-	})
-}
+	}
+	r := t.record
+	for _, n := range nodes {
+		if e, ok := r.entry(n.name); !ok || e.Pod != n.pods.oldPod.UID || e.Since != nil {
+			r.set(n.name, recordEntry{State: entryInFlight, Pod: n.pods.oldPod.UID})
+		}
+	}
+	if err := c.writeRecord(ctx, r); err != nil {
+		return fmt.Errorf("recording the nodes about to be upgraded: %w", err)
+	}
 
-// deleteWithinBudget deletes the admitted pods the budget allows: the old
-// pods that are down anyway, then the candidates in node name order.
-func (c *Controller) deleteWithinBudget(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision,
-	cfg *settings, a *assessment, status *RolloutStatus, admitted []*corev1.Pod) {
 	logger := klog.FromContext(ctx)
-	var toDelete []*corev1.Pod
-	if !status.Halted && !cfg.paused {
-		// Replacing an old pod that is down anyway costs no budget, and frees
-		// none: its node counted as unavailable before and does after. Other
-		// candidates go in node name order within the budget.
-		down := sets.New(a.replaceNow...)
-		var candidates []*corev1.Pod
-		for _, p := range admitted {
-			if down.Has(p) {
-				toDelete = append(toDelete, p)
-			} else {
-				candidates = append(candidates, p)
-			}
-		}
-		allowed := min(max(cfg.maxUnavailable-a.unavailable, 0), len(candidates))
-		toDelete = append(toDelete, candidates[:allowed]...)
+	now := c.now()
+	// Whole seconds, as the record keeps them: a restarted controller
+	// computes the same deadline.
+	since := &metav1.Time{Time: now.Truncate(time.Second)}
+	t.mu.Lock()
+	for _, n := range nodes {
+		pod := n.pods.oldPod
+		t.deleting[n.name] = deletion{pod: pod.UID, until: now.Add(deletionWait)}
+		t.dirty[n.name] = true
+		r.set(n.name, recordEntry{State: entryInFlight, Pod: pod.UID, Since: since})
+		logger.V(2).Info(LogDeletingPod, "pod", klog.KObj(pod), "node", n.name, "podResourceVersion", pod.ResourceVersion)
 	}
-	verbosity := 4
-	if len(toDelete) > 0 {
-		verbosity = 2
-	}
-	logger.V(verbosity).Info("Rolling update", "nodes", status.Total, "maxUnavailable", cfg.maxUnavailable,
-		"unavailable", a.unavailable, "inFlight", status.InFlight, "failed", status.Failed.Count, "maxFailed", cfg.maxFailed,
-		"halted", status.Halted, "paused", cfg.paused, "candidates", len(a.candidates), "deleting", len(toDelete),
-		"daemonSetResourceVersion", ds.ResourceVersion, "podsResourceVersion", a.newestPodVersion)
-	c.deletePods(ctx, ds, key, target.hash, toDelete)
-}
+	t.mu.Unlock()
 
-// assessment is where a rollout stands.
-type assessment struct {
-	unavailable int           // nodes counting against the budget: in flight, failed, down
-	inFlight    int           // nodes being upgraded
-	settled     int           // nodes upgraded and proven alive
-	skipped     int           // NotReady nodes not in flight
-	replaceNow  []*corev1.Pod // old pods down anyway: replacing them frees no budget
-	candidates  []*corev1.Pod // old available pods, deleted within the budget in node name order (scope.admit sorts)
-	recheck     time.Duration // when a verdict changes by the clock alone
-	// newestPodVersion is the highest resourceVersion among the pods judged,
-	// logged with each decision so that it can be set against a watch.
-	newestPodVersion string
-}
-
-// assess judges every node (judgeNode), adds the new failures to record and
-// counts what holds the budget: in-flight, failed and down nodes. Nodes
-// awaiting a replacement pod are in flight if Ready, as are Ready nodes whose
-// old pod pending (pod UID → node) says this process deleted.
-func (c *Controller) assess(ds *appsv1.DaemonSet, key string, nodes map[string]nodePods, awaiting sets.Set[string],
-	pending map[types.UID]string, cfg settings, record *failureRecord) assessment {
-	var a assessment
-	now := time.Now()
-	var newest uint64
-	waiters := map[string]time.Time{} // node → a heartbeat after it proves the node alive
-	for node, np := range nodes {
-		if np.newPod != nil || np.oldPod != nil {
-			c.expectations.replaced(key, node)
-		}
-		for _, p := range []*corev1.Pod{np.newPod, np.oldPod} {
-			if p != nil {
-				if v, err := strconv.ParseUint(p.ResourceVersion, 10, 64); err == nil && v > newest {
-					newest, a.newestPodVersion = v, p.ResourceVersion
-				}
-			}
-		}
-		v := c.judgeNode(node, np, ds.Spec.MinReadySeconds, cfg.deadline, now)
-		if v.state == nodeFailed {
-			record.add(node, v.why)
-		}
-		if v.recheck > 0 && (a.recheck == 0 || v.recheck < a.recheck) {
-			a.recheck = v.recheck
-		}
-		if v.awaitsHeartbeat {
-			waiters[node] = v.proofAfter
-		}
-		switch {
-		case record.has(node):
-			// Failed for this revision, now or before: it stands, and holds
-			// the budget, even if the node recovered; its pod is left alone.
-			a.unavailable++
-		case (v.state == nodeOld || v.state == nodeOldDown) && np.oldPodDeleted(pending):
-			// Deleted by this process, still running in a lagging cache:
-			// in flight, and not to be deleted again.
-			a.unavailable++
-			a.inFlight++
-		case v.state == nodeOld:
-			a.candidates = append(a.candidates, np.oldPod)
-		case v.state == nodeOldDown:
-			a.unavailable++
-			a.replaceNow = append(a.replaceNow, np.oldPod)
-		case v.state == nodeInFlight:
-			a.unavailable++
-			a.inFlight++
-		case v.state == nodeSettled:
-			a.settled++
-		case v.state == nodeSkipped:
-			if np.newPod != nil {
-				a.settled++ // upgraded, then went offline
-			}
-			a.skipped++
-		}
-	}
-	c.heartbeats.set(key, waiters)
-	for node := range awaiting {
-		if c.nodeIsReady(node) {
-			a.unavailable++
-		}
-	}
-	return a
-}
-
-// nodePods is what a rolling update needs of one node's pods: its one live
-// up-to-date and one live out-of-date pod; terminating pods are ignored, so a
-// node with only those has neither.
-type nodePods struct {
-	newPod, oldPod *corev1.Pod
-	several        bool // more than one live pod of a kind
-}
-
-// podsByNode groups the DaemonSet's scheduled pods by node, in one pass and
-// without an allocation per node: it runs on every sync of every pod event.
-func podsByNode(ds *appsv1.DaemonSet, target string, pods []*corev1.Pod) map[string]nodePods {
-	nodes := make(map[string]nodePods, len(pods))
-	for _, pod := range pods {
-		name := pod.Spec.NodeName
-		if name == "" {
-			continue
-		}
-		np := nodes[name]
-		if pod.DeletionTimestamp == nil {
-			slot := &np.oldPod
-			if upToDate(ds, target, pod) {
-				slot = &np.newPod
-			}
-			np.several = np.several || *slot != nil
-			*slot = pod
-		}
-		nodes[name] = np
-	}
-	return nodes
-}
-
-// oldPodDeleted reports whether this process deleted the node's live old
-// pod, by the deletions pending (pod UID → node) it has not yet seen.
-func (np nodePods) oldPodDeleted(pending map[types.UID]string) bool {
-	if np.oldPod == nil {
-		return false
-	}
-	_, ok := pending[np.oldPod.UID]
-	return ok
-}
-
-// deletePods deletes the pods in parallel and in the background, expecting
-// the deletions first: until the cache shows them, the syncs that follow
-// count their nodes as in flight (pendingDeletions), so none deletes past the
-// budget, and none waits for these round trips either: on a loaded API server
-// they take tens of milliseconds, and the budget the next heartbeat frees is
-// used at once. A failed deletion drops its expectation and says
-// FailedDelete.
-func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, key, target string, pods []*corev1.Pod) {
-	if len(pods) == 0 {
-		return
-	}
-	logger := klog.FromContext(ctx)
-	expected := make(map[types.UID]string, len(pods))
-	for _, pod := range pods {
-		expected[pod.UID] = pod.Spec.NodeName
-		logger.V(2).Info(LogDeletingPod, "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "podResourceVersion", pod.ResourceVersion)
-	}
-	c.expectations.expectDeletions(key, expected)
-
-	tasks := make([]func(context.Context) error, len(pods))
-	for i, pod := range pods {
+	tasks := make([]func(context.Context) error, len(nodes))
+	for i, n := range nodes {
+		pod := n.pods.oldPod
 		tasks[i] = func(ctx context.Context) error {
 			err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 				Preconditions: &metav1.Preconditions{UID: &pod.UID},
 			})
-			if err != nil {
-				// Gone already: its node awaits a replacement. Failed: no
-				// deletion is coming.
-				c.expectations.deletionObserved(key, pod.UID, apierrors.IsNotFound(err))
-				c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedDelete, "Deleting pod %s on node %s failed: %v", pod.Name, pod.Spec.NodeName, err)
-				return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			if err == nil || apierrors.IsNotFound(err) {
+				if err == nil {
+					c.metrics.podDeleted()
+					c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonDeletedPod, "Deleted pod %s on node %s to upgrade it to revision %s", pod.Name, n.name, target.hash)
+				}
+				return nil // gone, by us or before us: its node is in flight
 			}
-			c.metrics.podDeleted()
-			c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonDeletedPod, "Deleted pod %s on node %s to upgrade it to revision %s", pod.Name, pod.Spec.NodeName, target)
-			return nil
+			// No deletion is coming: the node is a candidate again, and its
+			// entry one written ahead.
+			t.mu.Lock()
+			if d, ok := t.deleting[n.name]; ok && d.pod == pod.UID {
+				delete(t.deleting, n.name)
+			}
+			t.dirty[n.name] = true
+			t.mu.Unlock()
+			r.set(n.name, recordEntry{State: entryInFlight, Pod: pod.UID})
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedDelete, "Deleting pod %s on node %s failed: %v", pod.Name, n.name, err)
+			return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
 	c.inBackground(ctx, key, func() error {
-		return errors.Join(runParallel(ctx, tasks)...)
+		err := errors.Join(runParallel(ctx, tasks)...)
+		// The deletion times, after the deletions: the entries written
+		// ahead already hold the nodes; these start their clocks.
+		return errors.Join(err, c.writeRecord(ctx, r))
 	})
+	return nil
+}
+
+// writeIntents writes, in the background, in-flight entries ahead for the
+// nodes the rollout takes next (as many as the budget), so that when a
+// heartbeat frees the budget the deletions go at once, without waiting for
+// a write; taken are the nodes being deleted now.
+func (c *Controller) writeIntents(ctx context.Context, key string, r *rollout, taken []*nodeInfo) {
+	skip := make(map[string]bool, len(taken))
+	for _, n := range taken {
+		skip[n.name] = true
+	}
+	ch := r.view.choose(&r.cfg, r.cfg.maxUnavailable+len(taken))
+	added := false
+	for _, n := range ch.take {
+		if skip[n.name] {
+			continue
+		}
+		if e, ok := r.record.entry(n.name); !ok || e.Pod != n.pods.oldPod.UID {
+			r.record.set(n.name, recordEntry{State: entryInFlight, Pod: n.pods.oldPod.UID})
+			added = true
+		}
+	}
+	if added {
+		c.inBackground(ctx, key, func() error { return c.writeRecord(ctx, r.record) })
+	}
 }

@@ -185,7 +185,7 @@ func TestDecidesOnACacheLaggingItsDeletions(t *testing.T) {
 	}
 	raise := func(budget string) {
 		t.Helper()
-		obj, _, err := f.factory.Apps().V1().DaemonSets().Informer().GetIndexer().GetByKey(testDSKey)
+		obj, _, err := f.inf.Cluster.Apps().V1().DaemonSets().Informer().GetIndexer().GetByKey(testDSKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,7 @@ func TestDecidesOnACacheLaggingItsDeletions(t *testing.T) {
 	}
 
 	// pod-0 and pod-1 left the cache, their events not handled yet.
-	for _, obj := range f.factory.Core().V1().Pods().Informer().GetIndexer().List() {
+	for _, obj := range f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer().List() {
 		if p := obj.(*corev1.Pod); p.Name == "pod-0" || p.Name == "pod-1" {
 			if err := f.indexer(p).Delete(p); err != nil {
 				t.Fatal(err)
@@ -235,7 +235,7 @@ func TestExpectationsPreventOverDeletion(t *testing.T) {
 	// The deletion shows up and the pod leaves the cache, but its replacement
 	// has not arrived: the node still counts as unavailable.
 	var gone *corev1.Pod
-	for _, obj := range f.factory.Core().V1().Pods().Informer().GetIndexer().List() {
+	for _, obj := range f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer().List() {
 		if p := obj.(*corev1.Pod); p.Name == deleted[0] {
 			gone = p
 		}
@@ -251,9 +251,7 @@ func TestExpectationsPreventOverDeletion(t *testing.T) {
 
 	// The replacement arrives and becomes available: the next pod goes.
 	replacement := newPod(gone.Name+"-new", gone.Spec.NodeName, newHash)
-	if err := f.indexer(replacement).Add(replacement); err != nil {
-		t.Fatal(err)
-	}
+	f.update(replacement)
 	f.sync()
 	if got := f.deletedPods(); len(got) != 2 {
 		t.Errorf("got %d pods deleted after the replacement became available, want 2", len(got))

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -93,21 +91,6 @@ type TimedNodes struct {
 	Count int `json:"count"`
 	// At is the time of the state's next change (see each use).
 	At *metav1.Time `json:"at,omitempty"`
-}
-
-// parseRolloutStatus reads the annotation; nil when absent or unreadable
-// (an unreadable record is one nobody but the controller should write, and is
-// rewritten).
-func parseRolloutStatus(ds *appsv1.DaemonSet) *RolloutStatus {
-	value, ok := ds.Annotations[RolloutStatusAnnotation]
-	if !ok {
-		return nil
-	}
-	var s RolloutStatus
-	if json.Unmarshal([]byte(value), &s) != nil {
-		return nil
-	}
-	return &s
 }
 
 // statusWrites remembers, per DaemonSet, the last rollout status written and
@@ -201,118 +184,19 @@ func (c *Controller) writeRolloutStatus(ctx context.Context, ds *appsv1.DaemonSe
 	return nil
 }
 
-// failureRecord is the set of nodes that failed for one revision: those the
-// status records, and those that fail now.
-type failureRecord struct {
-	nodes    map[string]string // node → why it failed ("" when only recorded)
-	recorded int               // the count the status records
-}
-
-// recordFor returns the failures prev records for rev, or an empty record
-// when prev is about another revision (a new template, or a rollback under a
-// new number).
-func recordFor(prev *RolloutStatus, rev revision) *failureRecord {
-	r := &failureRecord{nodes: map[string]string{}}
-	if prev == nil || prev.Revision != rev.number || prev.Hash != rev.hash {
-		return r
-	}
-	for _, n := range prev.Failed.Nodes {
-		r.nodes[n] = ""
-	}
-	r.recorded = prev.Failed.Count
-	return r
-}
-
-// has reports whether the node failed for the revision.
-func (r *failureRecord) has(node string) bool {
-	_, ok := r.nodes[node]
-	return ok
-}
-
-// add records a failure, keeping the first reason seen.
-func (r *failureRecord) add(node, why string) {
-	if old, ok := r.nodes[node]; !ok || old == "" {
-		r.nodes[node] = why
-	}
-}
-
-// count is how many nodes failed: never fewer than recorded, since
-// recorded nodes past the names kept cannot be told apart from new ones.
-func (r *failureRecord) count() int {
-	return max(r.recorded, len(r.nodes))
-}
-
-// grew reports whether failures are known that the status does not record.
-func (r *failureRecord) grew() bool {
-	return r.count() > r.recorded
-}
-
-// status is the record as the rollout status keeps it.
-func (r *failureRecord) status() FailedNodes {
-	names := make([]string, 0, len(r.nodes))
-	for n := range r.nodes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return FailedNodes{Count: r.count(), Nodes: names[:min(len(names), recordedFailedNodes)]}
-}
-
-// describe names the failed nodes and why, the first few of them.
-func (r *failureRecord) describe() string {
-	names := make([]string, 0, len(r.nodes))
-	for n := range r.nodes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	var b strings.Builder
-	for i, n := range names[:min(len(names), recordedFailedNodes)] {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(n)
-		if why := r.nodes[n]; why != "" {
-			b.WriteString(" (" + why + ")")
-		}
-	}
-	if more := r.count() - min(len(names), recordedFailedNodes); more > 0 {
-		fmt.Fprintf(&b, "; and %d more", more)
-	}
-	return b.String()
-}
-
-// newRolloutStatus summarises an assessment of total nodes for the
-// annotation, and says why the rollout is halted or paused if it is; failed
-// names what failed ("nodes", "upgraded nodes"). A pause holds back the
-// admitted nodes as well as those the selector and partition hold.
-func newRolloutStatus(target revision, a *assessment, record *failureRecord, cfg *settings, total, held, admitted int, failed string) RolloutStatus {
-	s := RolloutStatus{
-		Revision: target.number, Hash: target.hash, Updated: a.settled, Total: total,
-		InFlight: a.inFlight, Skipped: a.skipped, Failed: record.status(), HeldBack: held,
-		Paused: cfg.paused, Halted: record.count() >= cfg.maxFailed,
-	}
-	switch {
-	case s.Halted:
-		s.Reason = fmt.Sprintf("%d %s failed (max-failed %d)", s.Failed.Count, failed, cfg.maxFailed)
-	case cfg.paused:
-		s.Reason = PausedAnnotation + " is true"
-		s.HeldBack += admitted
-	}
-	return s
-}
-
 // publish writes the rollout status around act, the sync's deletions or
 // offers:
-//   - before act when the failure record grew: nothing more may be deleted or
-//     offered until the record is written, so that a restarted controller or
-//     a new leader, rebuilding from the caches and the annotation, halts
-//     exactly where this one would; until the write is due (the writes are
-//     paced), act waits for the sync it queued;
+//   - before act when the failures grew since the status last written
+//     (grew): people see the halt, and its event, before anything more
+//     happens; until the write is due (the writes are paced), act waits for
+//     the sync it queued. The failures themselves are in the rollout record,
+//     written before this;
 //   - after act otherwise, and in the background, so that the write never
 //     delays a deletion that the budget allows, nor the next sync.
 func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
-	status RolloutStatus, record *failureRecord, act func() error) error {
-	if record.grew() {
-		write, upToDate, err := c.statusUpdate(ctx, ds, key, current, prev, status, record.describe())
+	status RolloutStatus, grew bool, failures string, act func() error) error {
+	if grew {
+		write, upToDate, err := c.statusUpdate(ctx, ds, key, current, prev, status, failures)
 		if err != nil {
 			return err
 		}
@@ -323,17 +207,26 @@ func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, cur
 			upToDate = true
 		}
 		if !upToDate {
-			klog.FromContext(ctx).V(2).Info("Holding deletions and offers until the failure record is written", "failed", status.Failed.Count)
+			klog.FromContext(ctx).V(2).Info("Holding deletions and offers until the rollout status shows the failures", "failed", status.Failed.Count)
 			return nil
 		}
 		return act()
 	}
 	actErr := act()
-	write, _, err := c.statusUpdate(ctx, ds, key, current, prev, status, record.describe())
+	write, _, err := c.statusUpdate(ctx, ds, key, current, prev, status, failures)
 	if write != nil {
 		c.inBackground(ctx, key, write)
 	}
 	return errors.Join(actErr, err)
+}
+
+// failuresGrew reports whether the record holds more failures than the
+// status prev shows for the same revision.
+func failuresGrew(prev *RolloutStatus, target revision, failed int) bool {
+	if prev == nil || prev.Revision != target.number || prev.Hash != target.hash {
+		return failed > 0
+	}
+	return failed > prev.Failed.Count
 }
 
 // statusUpdate prepares the write of status when it differs from the current
@@ -396,21 +289,4 @@ func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *RolloutS
 	if complete && !wasComplete && prev != nil {
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutCompleted, "Revision %d (%s) runs on all %d nodes", now.Revision, now.Hash, now.Total)
 	}
-}
-
-// settingsValid records a Warning event when the DaemonSet's controls do not
-// parse (once per distinct error, not on every sync) and reports whether
-// they did.
-func (c *Controller) settingsValid(ds *appsv1.DaemonSet, key string, err error) bool {
-	var invalid *settingsError
-	reason := ReasonInvalidMaxUnavailable
-	if errors.As(err, &invalid) {
-		reason = ReasonInvalidAnnotation
-	}
-	if err == nil {
-		c.eventMemo.clear(key, ReasonInvalidMaxUnavailable, ReasonInvalidAnnotation)
-		return true
-	}
-	c.eventOnChange(ds, key, corev1.EventTypeWarning, reason, err.Error()+"; nothing is deleted or newly offered until it is fixed")
-	return false
 }

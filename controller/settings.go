@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/edgeota/edgeota/health"
@@ -117,4 +119,21 @@ func scaledCount(value string, total int) (int, error) {
 		return n, nil
 	}
 	return (n*total + 99) / 100, nil
+}
+
+// settingsValid records a Warning event when the DaemonSet's controls do not
+// parse (once per distinct error, not on every sync) and reports whether
+// they did.
+func (c *Controller) settingsValid(ds *appsv1.DaemonSet, key string, err error) bool {
+	var invalid *settingsError
+	reason := ReasonInvalidMaxUnavailable
+	if errors.As(err, &invalid) {
+		reason = ReasonInvalidAnnotation
+	}
+	if err == nil {
+		c.eventMemo.clear(key, ReasonInvalidMaxUnavailable, ReasonInvalidAnnotation)
+		return true
+	}
+	c.eventOnChange(ds, key, corev1.EventTypeWarning, reason, err.Error()+"; nothing is deleted or newly offered until it is fixed")
+	return false
 }

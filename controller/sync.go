@@ -22,7 +22,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	ds, err := c.dsLister.DaemonSets(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.forget(key)
+		c.forget(ctx, key)
 		return nil
 	}
 	if err != nil {
@@ -30,23 +30,30 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	strategy, ok := c.strategyFor(ds, key)
 	if !ok {
+		c.forgetTracker(key)
 		return nil
 	}
 	target, err := c.targetRevision(ds)
 	if err != nil || target.hash == "" {
 		return err
 	}
-	pods := c.podsControlledBy(ds.UID)
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("daemonset", klog.KObj(ds), "strategy", strategy, "revision", target.hash))
 	if strategy == StrategyOTA {
-		return c.syncOTA(ctx, ds, key, target, pods)
+		return c.syncOTA(ctx, ds, key, target)
 	}
-	return c.rollingUpdate(ctx, ds, key, target, pods)
+	return c.rollingUpdate(ctx, ds, key, target)
 }
 
-// forget drops what the controller remembers of a deleted DaemonSet.
-func (c *Controller) forget(key string) {
-	c.expectations.forget(key)
+// forget drops what the controller remembers of a deleted DaemonSet, and
+// deletes its rollout records.
+func (c *Controller) forget(ctx context.Context, key string) {
+	c.trackersMu.Lock()
+	t := c.trackers[key]
+	delete(c.trackers, key)
+	c.trackersMu.Unlock()
+	if t != nil && t.uid != "" {
+		c.deleteRecords(ctx, key, c.recordsOf(t.uid))
+	}
 	c.statusWrites.forget(key)
 	c.eventMemo.forget(key)
 	c.heartbeats.set(key, nil)
@@ -55,8 +62,17 @@ func (c *Controller) forget(key string) {
 	}
 }
 
-// podsControlledBy returns the cached pods whose controller has the UID: the
-// DaemonSet's pods, or a pre-pull Job's. Read only.
+// forgetTracker drops what the controller keeps about a DaemonSet it no
+// longer acts on (opted out); its records stay until it is deleted or
+// rolls another revision.
+func (c *Controller) forgetTracker(key string) {
+	c.trackersMu.Lock()
+	defer c.trackersMu.Unlock()
+	delete(c.trackers, key)
+}
+
+// podsControlledBy returns the cached pods of the DaemonSet with the UID.
+// Read only.
 func (c *Controller) podsControlledBy(uid types.UID) []*corev1.Pod {
 	// ByIndex fails only for an index that does not exist; NewController
 	// registers this one.

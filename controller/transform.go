@@ -3,7 +3,6 @@ package controller
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,15 +26,12 @@ func Transform(obj any) (any, error) {
 		trimNode(o)
 	case *appsv1.DaemonSet:
 		o.Annotations = keepAnnotations(o.Annotations, daemonSetAnnotations...)
-		trimPodSpec(&o.Spec.Template.Spec)
+		trimTemplateSpec(&o.Spec.Template.Spec)
 	case *appsv1.ControllerRevision:
 		o.Data = runtime.RawExtension{}
 	case *batchv1.Job:
 		o.Annotations = nil
 		trimPodSpec(&o.Spec.Template.Spec)
-	case *coordinationv1.Lease:
-		o.Labels, o.Annotations, o.OwnerReferences = nil, nil, nil
-		o.Spec = coordinationv1.LeaseSpec{RenewTime: o.Spec.RenewTime}
 	}
 	return obj, nil
 }
@@ -51,7 +47,11 @@ var daemonSetAnnotations = []string{StrategyAnnotation, LegacyStrategyAnnotation
 // outcome; and edgeota's channel annotations (package podchannel).
 func trimPod(pod *corev1.Pod) {
 	pod.Annotations = keepAnnotations(pod.Annotations, podchannel.OfferAnnotation, podchannel.HoldAnnotation)
-	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	if spec.NodeName == "" {
+		spec.Affinity = pod.Spec.Affinity // names the node of an unbound DaemonSet pod (nodeOfPod)
+	}
+	pod.Spec = spec
 	pod.Status = corev1.PodStatus{
 		Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message,
 		Conditions:            pod.Status.Conditions,
@@ -70,18 +70,36 @@ func trimContainerStatuses(statuses []corev1.ContainerStatus) []corev1.Container
 	return statuses
 }
 
-// trimNode keeps the labels (rollout node selectors) and the Ready condition
-// with its heartbeat.
+// trimNode keeps the labels (rollout node selectors, the template's node
+// selector), the annotations the controller reads, the taints (why a
+// template creates no pod there) and the Ready condition with its heartbeat.
 func trimNode(node *corev1.Node) {
-	node.Annotations = nil
+	node.Annotations = keepAnnotations(node.Annotations, nodeAnnotations...)
 	var ready []corev1.NodeCondition
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			ready = append(ready, c)
 		}
 	}
-	node.Spec = corev1.NodeSpec{}
+	node.Spec = corev1.NodeSpec{Taints: node.Spec.Taints}
 	node.Status = corev1.NodeStatus{Conditions: ready}
+}
+
+// nodeAnnotations are the Node annotations the controller reads.
+var nodeAnnotations []string
+
+// trimTemplateSpec keeps what a pre-pull Job copies (images and pull
+// secrets), what tells the nodes the template runs on (node selector,
+// affinity, tolerations) and the images an offer names.
+func trimTemplateSpec(spec *corev1.PodSpec) {
+	*spec = corev1.PodSpec{
+		InitContainers:   trimContainers(spec.InitContainers),
+		Containers:       trimContainers(spec.Containers),
+		ImagePullSecrets: spec.ImagePullSecrets,
+		NodeSelector:     spec.NodeSelector,
+		Affinity:         spec.Affinity,
+		Tolerations:      spec.Tolerations,
+	}
 }
 
 // trimPodSpec keeps what a pre-pull Job copies: images and pull secrets.

@@ -22,7 +22,7 @@ import (
 
 // deploy/'s identities.
 const (
-	systemNamespace   = "edgeota-system"
+	systemNamespace   = harness.SystemNamespace
 	controllerAccount = "ota-controller"
 	agentAccount      = "ota-server"
 )
@@ -87,7 +87,11 @@ func TestDeployRBAC(t *testing.T) {
 			access{verb: "create", group: "batch", resource: "jobs", namespace: e.ns},
 			// The rollout status; daemonset-status-policy.yaml narrows it.
 			access{verb: "patch", group: "apps", resource: "daemonsets", namespace: e.ns},
-			access{verb: "watch", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
+			// Proof of life: the Leases of the nodes it waits on, by name.
+			access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
+			// The rollout records, in its own namespace.
+			access{verb: "create", resource: "configmaps", namespace: systemNamespace},
+			access{verb: "patch", resource: "configmaps", namespace: systemNamespace},
 		)
 		expectAccess(t, clientFor(t, controllerKubeconfig), false,
 			access{verb: "get", resource: "secrets", namespace: "kube-system"},
@@ -96,6 +100,10 @@ func TestDeployRBAC(t *testing.T) {
 			access{verb: "patch", resource: "nodes"},
 			access{verb: "create", resource: "pods", subresource: "exec", namespace: e.ns},
 			access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system"},
+			// It watches no node Lease, and reads no ConfigMap but its records.
+			access{verb: "watch", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
+			access{verb: "list", resource: "configmaps", namespace: e.ns},
+			access{verb: "get", resource: "configmaps", namespace: "kube-system"},
 		)
 	})
 	t.Run("agent refused beyond its role", func(t *testing.T) {

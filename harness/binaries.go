@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/edgeota/edgeota/proc"
 )
 
@@ -21,6 +25,22 @@ const loopback = "127.0.0.1"
 
 // disabled is ota-controller's address for a server it should not start.
 const disabled = "0"
+
+// SystemNamespace is edgeota's own namespace, as deploy/ names it: the
+// controllers the harness starts keep their rollout records there, and the
+// harness creates it if need be.
+const SystemNamespace = "edgeota-system"
+
+// ensureNamespace creates the namespace unless it exists.
+func (h *Harness) ensureNamespace(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := h.Cluster.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
 
 // ControllerOptions say how to run an ota-controller.
 type ControllerOptions struct {
@@ -50,7 +70,7 @@ type ControllerOptions struct {
 
 // args are the controller's command-line flags.
 func (o ControllerOptions) args(kubeconfig string) []string {
-	args := []string{"--kubeconfig", kubeconfig,
+	args := []string{"--kubeconfig", kubeconfig, "--record-namespace", SystemNamespace,
 		"--metrics-bind-address", cmp.Or(o.MetricsAddr, disabled), "--health-probe-bind-address", disabled}
 	if o.LeaseNamespace == "" {
 		args = append(args, "--leader-elect=false")
@@ -75,6 +95,9 @@ func (o ControllerOptions) args(kubeconfig string) []string {
 func (h *Harness) StartController(o ControllerOptions) (*proc.Process, error) {
 	if o.Name == "" {
 		o.Name = ControllerBinary
+	}
+	if err := h.ensureNamespace(SystemNamespace); err != nil {
+		return nil, err
 	}
 	if o.Binary == "" {
 		o.Binary = h.Tools.Path(ControllerBinary)

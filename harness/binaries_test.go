@@ -12,9 +12,9 @@ func TestControllerArgs(t *testing.T) {
 		want []string
 	}{
 		{"alone, nothing served", ControllerOptions{},
-			[]string{"--kubeconfig", "kc", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect=false"}},
+			[]string{"--kubeconfig", "kc", "--record-namespace", SystemNamespace, "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect=false"}},
 		{"replica with metrics and limits", ControllerOptions{LeaseNamespace: "ns", MetricsAddr: "127.0.0.1:9", KubeAPIQPS: 2.5, KubeAPIBurst: 7, Verbosity: 4, Flags: []string{"--workers", "2"}},
-			[]string{"--kubeconfig", "kc", "--metrics-bind-address", "127.0.0.1:9", "--health-probe-bind-address", "0",
+			[]string{"--kubeconfig", "kc", "--record-namespace", SystemNamespace, "--metrics-bind-address", "127.0.0.1:9", "--health-probe-bind-address", "0",
 				"--leader-elect=true", "--leader-elect-namespace", "ns", "--kube-api-qps", "2.5", "--kube-api-burst", "7", "-v=4", "--workers", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

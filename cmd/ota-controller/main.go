@@ -16,7 +16,8 @@ import (
 	"github.com/edgeota/edgeota/internal/command"
 )
 
-// defaultNamespace holds the Lease when $POD_NAMESPACE is not set.
+// defaultNamespace holds the Lease and the rollout records when
+// $POD_NAMESPACE is not set.
 const defaultNamespace = "edgeota-system"
 
 type options struct {
@@ -26,6 +27,7 @@ type options struct {
 	burst          int
 	leaderElect    bool
 	leaseNamespace string
+	recordNS       string
 	metricsAddress string
 	healthzAddress string
 	profiling      bool
@@ -44,6 +46,7 @@ func main() {
 	fs.IntVar(&opts.burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "API request burst above --kube-api-qps")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader through a Lease so that only one replica acts")
 	fs.StringVar(&opts.leaseNamespace, "leader-elect-namespace", namespace, "namespace of the Lease \""+leaseName+"\" (default $POD_NAMESPACE, else "+defaultNamespace+")")
+	fs.StringVar(&opts.recordNS, "record-namespace", namespace, "namespace of the rollout records, the ConfigMaps in which the failure brake keeps every failed node and every node being upgraded (default $POD_NAMESPACE, else "+defaultNamespace+"); the controller needs no ConfigMap rights elsewhere")
 	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")
 	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
 	fs.BoolVar(&opts.profiling, "profiling", false, "also serve Go's profiles at /debug/pprof/ on --metrics-bind-address, as kube-controller-manager's --profiling does; off by default, since a profile shows what the process holds")
@@ -62,6 +65,9 @@ func (o options) validate() error {
 	}
 	if o.profiling && o.metricsAddress == "0" {
 		return errors.New("--profiling needs --metrics-bind-address, which serves the profiles")
+	}
+	if o.recordNS == "" {
+		return errors.New("--record-namespace must not be empty: the failure brake keeps its record there")
 	}
 	if o.leaderElect && o.leaseNamespace == "" {
 		return errors.New("--leader-elect-namespace must not be empty when --leader-elect is set")

@@ -6,7 +6,7 @@ import (
 )
 
 func TestValidate(t *testing.T) {
-	valid := options{workers: 4, qps: 500, burst: 1000, leaderElect: true, leaseNamespace: "edgeota-system",
+	valid := options{workers: 4, qps: 500, burst: 1000, leaderElect: true, leaseNamespace: "edgeota-system", recordNS: "edgeota-system",
 		metricsAddress: ":8080", healthzAddress: ":8081"}
 	tests := []struct {
 		name    string
@@ -20,6 +20,7 @@ func TestValidate(t *testing.T) {
 		{"zero qps", func(o *options) { o.qps = 0 }, "--kube-api-qps"},
 		{"zero burst", func(o *options) { o.burst = 0 }, "--kube-api-burst"},
 		{"lease namespace empty", func(o *options) { o.leaseNamespace = "" }, "--leader-elect-namespace"},
+		{"record namespace empty", func(o *options) { o.recordNS = "" }, "--record-namespace"},
 		{"metrics address without port", func(o *options) { o.metricsAddress = "8080" }, "--metrics-bind-address"},
 		{"profiling", func(o *options) { o.profiling = true }, ""},
 		{"profiling without the metrics server", func(o *options) { o.profiling, o.metricsAddress = true, "0" }, "--profiling"},

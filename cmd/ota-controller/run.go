@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -72,13 +71,13 @@ func run(ctx context.Context, o options) error {
 	defer servers.shutdown(logger)
 
 	work := func(ctx context.Context) error {
-		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(controller.Transform))
-		c, err := controller.NewController(ctx, client, factory, recorder, metrics)
+		inf := controller.NewInformers(client, o.recordNS)
+		c, err := controller.NewController(ctx, client, inf, recorder, metrics)
 		if err != nil {
 			return err
 		}
-		factory.Start(ctx.Done())
-		defer factory.Shutdown()
+		inf.Start(ctx.Done())
+		defer inf.Shutdown()
 		return c.Run(ctx, o.workers)
 	}
 	if !o.leaderElect {
