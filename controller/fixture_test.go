@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,6 +63,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	}
 	f := &fixture{t: t, ctx: ctx, client: client, inf: inf, recorder: recorder, c: c}
 	for _, obj := range objs {
+		if _, isLease := obj.(*coordinationv1.Lease); isLease {
+			continue // no informer: the controller reads Leases by name
+		}
 		if err := f.indexer(obj).Add(obj); err != nil {
 			t.Fatalf("seeding the cache: %v", err)
 		}
@@ -508,3 +513,6 @@ func recordOf(entries map[string]recordEntry) *corev1.ConfigMap {
 	}
 	return cm
 }
+
+// testutilGauge reads a gauge's value.
+func testutilGauge(g prometheus.Gauge) float64 { return testutil.ToFloat64(g) }

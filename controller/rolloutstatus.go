@@ -180,7 +180,7 @@ func (c *Controller) writeRolloutStatus(ctx context.Context, ds *appsv1.DaemonSe
 		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("writing the rollout status of daemonset %s: %w", key, err)
 	}
-	c.statusWrites.record(key, ds.UID, value, time.Now())
+	c.statusWrites.record(key, ds.UID, value, c.now())
 	return nil
 }
 
@@ -246,7 +246,7 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 	if value == current {
 		return nil, true, nil
 	}
-	if wait := c.statusWrites.reserve(key, time.Now()); wait > 0 {
+	if wait := c.statusWrites.reserve(key, c.now()); wait > 0 {
 		c.queue.AddAfter(key, wait)
 		return nil, false, nil
 	}

@@ -70,11 +70,13 @@ func rolloutSettings(ds *appsv1.DaemonSet, nodes int) (settings, error) {
 	}
 	s.maxFailed = s.maxUnavailable
 	if v, ok := ds.Annotations[MaxFailedAnnotation]; ok {
-		n, err := scaledCount(v, nodes)
-		if err != nil || n < 1 {
+		// Zero is refused as written ("0", "0%"); a percentage of few nodes
+		// rounds up to at least 1.
+		if n, err := scaledCount(v, 1); err != nil || n < 1 {
 			return s, &settingsError{MaxFailedAnnotation, v, "want a positive integer or a percentage between 1% and 100%"}
 		}
-		s.maxFailed = n
+		n, _ := scaledCount(v, nodes)
+		s.maxFailed = max(n, 1)
 	}
 	s.deadline = health.DefaultDeadline
 	if v, ok := ds.Annotations[ProgressDeadlineAnnotation]; ok {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,9 +81,17 @@ type nodePods struct {
 	unbound        bool // newPod is not bound yet
 }
 
-// groupPods sorts one node's pods of the DaemonSet.
+// groupPods sorts one node's pods of the DaemonSet. Where a node has more
+// than one pod of a kind, the newest (then the last by name) stands for it,
+// whatever order the cache lists them in.
 func groupPods(ds *appsv1.DaemonSet, target string, pods []*corev1.Pod) nodePods {
 	var np nodePods
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil {
 			if np.terminating == nil || pod.DeletionTimestamp.After(np.terminating.DeletionTimestamp.Time) {
@@ -103,6 +112,7 @@ func groupPods(ds *appsv1.DaemonSet, target string, pods []*corev1.Pod) nodePods
 			np.newPod, np.unbound = pod, false // a bound one tells more
 		case !unbound:
 			np.several = true
+			np.newPod = pod
 		}
 	}
 	return np

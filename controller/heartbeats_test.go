@@ -1,0 +1,140 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+)
+
+// nodeLease is a node's Lease as a kubelet keeps it, renewed ago.
+func nodeLease(node string, ago time.Duration) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: node},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: new(node), LeaseDurationSeconds: new(int32(40)),
+			RenewTime: &metav1.MicroTime{Time: time.Now().Add(-ago)}},
+	}
+}
+
+// leaseReads returns the nodes whose Lease the controller read, in order.
+func (f *fixture) leaseReads() []string {
+	var nodes []string
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "leases" {
+			nodes = append(nodes, a.(core.GetAction).GetName())
+		}
+	}
+	return nodes
+}
+
+// TestProofOfLifeFromLeasesOfInFlightNodesOnly: on nodes that heartbeat as
+// kubelets do (a Lease renewed every 10 s, the Node status rarely), the
+// controller reads the Lease of the node it waits on, and no other; its
+// renewal after the new pod settled settles the node, and the next pod
+// goes.
+func TestProofOfLifeFromLeasesOfInFlightNodesOnly(t *testing.T) {
+	objs := cluster(advancedDaemonSet("1"), readyNodes(4))
+	for i, node := range []string{"node-0", "node-1", "node-2", "node-3"} {
+		// Node status written 4 minutes ago, as a kubelet every 5 minutes.
+		objs = replaceNode(objs, heartbeatAgo(newNode(node, corev1.ConditionTrue), 4*time.Minute))
+		objs = append(objs, nodeLease(node, time.Duration(i)*time.Second))
+	}
+	// node-0 was upgraded; its pod settled 100 s ago; its Lease was last
+	// renewed before that.
+	objs = replacePod(objs, newPod("pod-0", "node-0", newHash))
+	objs = replaceLease(objs, nodeLease("node-0", 150*time.Second))
+	f := newFixture(t, objs...)
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	go f.c.leases.run(ctx)
+
+	f.sync()
+	if got := f.deletedPods(); len(got) != 0 {
+		t.Fatalf("got pods deleted %v before node-0 proved alive, want none", got)
+	}
+	f.drainQueue()
+	eventually(t, "node-0's Lease read", func() bool { return slices.Contains(f.leaseReads(), "node-0") })
+
+	// node-0's kubelet renews its Lease: the reader sees it and the
+	// DaemonSet is queued.
+	renewed := nodeLease("node-0", 0)
+	if err := f.client.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), renewed, corev1.NamespaceNodeLease); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the DaemonSet queued by node-0's renewal", func() bool { return f.c.queue.Len() > 0 })
+	f.sync()
+	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-1"}) {
+		t.Errorf("got pods deleted %v after node-0's Lease renewal, want [pod-1]", got)
+	}
+	for _, node := range f.leaseReads() {
+		if node != "node-0" {
+			t.Errorf("got the Lease of %s read, want only node-0's: nothing waits on it", node)
+		}
+	}
+	if v := f.view().Nodes["node-0"]; v.State != nodeSettled {
+		t.Errorf("got node-0 %v, want settled", v.State)
+	}
+}
+
+func replaceLease(objs []runtime.Object, lease *coordinationv1.Lease) []runtime.Object {
+	for i, obj := range objs {
+		if l, ok := obj.(*coordinationv1.Lease); ok && l.Name == lease.Name {
+			objs[i] = lease
+		}
+	}
+	return objs
+}
+
+// eventually waits, generously, for cond: it proves an answer comes, not
+// how fast.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRestartMidWave: a controller started in the middle of a wave (one
+// node's replacement not ready yet, another's not created yet) rebuilds
+// from the cluster and its record exactly what its predecessor knew: it
+// deletes nothing while both are in flight, and exactly one more pod once
+// one of them settles.
+func TestRestartMidWave(t *testing.T) {
+	objs := cluster(advancedDaemonSet("2"), readyNodes(6))
+	first := newFixture(t, objs...)
+	first.sync()
+	if got := slices.Sorted(slices.Values(first.deletedPods())); !slices.Equal(got, []string{"pod-0", "pod-1"}) {
+		t.Fatalf("got pods deleted %v, want [pod-0 pod-1]", got)
+	}
+	// Mid-wave: node-0's replacement runs, not ready yet; node-1's is not
+	// created yet.
+	mid := withoutPods(objs, "pod-0", "pod-1")
+	mid = append(mid, newPod("new-0", "node-0", newHash, notReady, createdAgo(time.Second)))
+	fresh := newFixture(t, append(mid, first.records()...)...)
+	fresh.sync()
+	if got := fresh.deletedPods(); len(got) != 0 {
+		t.Fatalf("restarted mid-wave: got pods deleted %v, want none (two nodes in flight, budget 2)", got)
+	}
+	if v := fresh.view(); v.Counts[nodeInFlight] != 2 {
+		t.Errorf("restarted: got %d in flight, want 2", v.Counts[nodeInFlight])
+	}
+	// node-0's replacement settles, and its node heartbeats: one more goes.
+	settled := newPod("new-0", "node-0", newHash)
+	settled.ResourceVersion = "2"
+	fresh.update(settled)
+	fresh.update(newNode("node-0", corev1.ConditionTrue))
+	fresh.sync()
+	if got := fresh.deletedPods(); !slices.Equal(got, []string{"pod-2"}) {
+		t.Errorf("got pods deleted %v once node-0 settled, want [pod-2]", got)
+	}
+}
