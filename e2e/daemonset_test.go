@@ -35,6 +35,13 @@ const (
 // the given annotations and waits until it runs a Ready pod on every node.
 func (e *env) createDaemonSet(annotations map[string]string) {
 	e.t.Helper()
+	e.createDaemonSetWith(annotations, nil)
+}
+
+// createDaemonSetWith is createDaemonSet with the DaemonSet changed by
+// change first (nil: as it is).
+func (e *env) createDaemonSetWith(annotations map[string]string, change func(*appsv1.DaemonSet)) {
+	e.t.Helper()
 	labels := map[string]string{"app": dsName}
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: dsName, Namespace: e.ns, Annotations: annotations},
@@ -46,6 +53,9 @@ func (e *env) createDaemonSet(annotations map[string]string) {
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: oldImage}}},
 			},
 		},
+	}
+	if change != nil {
+		change(ds)
 	}
 	if _, err := e.cluster.Client.AppsV1().DaemonSets(e.ns).Create(e.ctx(), ds, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("creating DaemonSet %s: %v", dsName, err)
