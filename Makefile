@@ -120,7 +120,8 @@ test-unit:
 test-images: tools
 	cd hack/images && $(GO) test -count=1 -timeout 30m ./...
 
-## test-fuzz: each fuzz target of the node agent for FUZZTIME (a longer run: FUZZTIME=5m).
+## test-fuzz: each fuzz target of the node agent, and the maintenance-window
+## parser, for FUZZTIME (a longer run: FUZZTIME=5m).
 FUZZTIME ?= 30s
 FUZZ_TARGETS := FuzzValidatePodRef FuzzREST FuzzGRPCActions
 test-fuzz:
@@ -128,6 +129,7 @@ test-fuzz:
 		echo "go test -run '^$$' -fuzz '^$$f$$' -fuzztime $(FUZZTIME) ./server"; \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./server || exit 1; \
 	done
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./window
 
 ## test-e2e: the end-to-end suite against the embedded local cluster.
 test-e2e: tools build sdk-ts
