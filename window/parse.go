@@ -23,18 +23,16 @@ var dayNames = [daysPerWeek]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sa
 const example = `"Mon-Fri 22:00-04:00 Europe/Berlin; Sat,Sun 00:00-24:00"`
 
 // Parse reads an edgeota.io/maintenance-window value: one or more windows,
-// separated by ";" or new lines, each
+// separated by ";" or new lines, each "[DAYS] START-END [ZONE]":
 //
-//		[DAYS] START-END [ZONE]
-//
-//	  - DAYS: a comma-separated list of days (Mon, Monday, any case), ranges of
-//	    days (Mon-Fri; Fri-Mon wraps over the weekend), "*" or "daily"; absent,
-//	    every day. A window belongs to the day it starts on.
-//	  - START, END: HH:MM, 00:00 to 23:59; END may be 24:00. An END at or
-//	    before START is on the next day (22:00-04:00 runs overnight); START and
-//	    END may not be equal (a whole day is 00:00-24:00).
-//	  - ZONE: an IANA time zone (Europe/Berlin); absent, UTC. A node's
-//	    edgeota.io/time-zone overrides it.
+//   - DAYS: a comma-separated list of days (Mon, Monday, any case), ranges of
+//     days (Mon-Fri; Fri-Mon wraps over the weekend), "*" or "daily"; absent,
+//     every day. A window belongs to the day it starts on.
+//   - START, END: HH:MM, 00:00 to 23:59; END may be 24:00. An END at or
+//     before START is on the next day (22:00-04:00 runs overnight); START and
+//     END may not be equal (a whole day is 00:00-24:00).
+//   - ZONE: an IANA time zone (Europe/Berlin); absent, UTC. A node's
+//     edgeota.io/time-zone overrides it.
 //
 // An error names the window and what is wrong with it.
 func Parse(value string) (Schedule, error) {

@@ -42,8 +42,9 @@ func LoadZone(name string) (*time.Location, error) {
 }
 
 // NodeZone returns the zone a node's windows are read in, from the node's
-// annotations: nil when it names none (each window's own zone applies). An
-// invalid name is an error for that node alone, naming the annotation.
+// annotations (surrounding spaces ignored): nil when it names none (each
+// window's own zone applies). An invalid name is an error for that node
+// alone, naming the annotation.
 func NodeZone(annotations map[string]string) (*time.Location, error) {
 	name, ok := annotations[TimeZoneAnnotation]
 	if !ok {
