@@ -8,7 +8,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build images generate sdk-ts check lint breaking fresh fmt vet test test-unit test-images test-fuzz test-e2e tools run bench clean
+.PHONY: all build images image-binaries generate sdk-ts check lint breaking fresh fmt vet test test-unit test-images test-fuzz test-e2e tools run bench clean
 
 all: build
 
@@ -36,7 +36,13 @@ GO_BUILD = CGO_ENABLED=0 $(GO) build -tags grpcnotrace -trimpath -ldflags "-s -w
 build:
 	$(GO_BUILD) -o $(BIN)/ ./cmd/...
 
-## images: an OCI image-layout tarball per binary under cmd/,
+# Binaries under cmd/ that run on a user's machine, never in a cluster:
+# make build builds them, make images makes no image of them.
+NO_IMAGE := kubectl-edgeota
+# The binaries make images packs: every other one under cmd/.
+IMAGE_BINARIES := $(filter-out $(NO_IMAGE),$(notdir $(wildcard cmd/*)))
+
+## images: an OCI image-layout tarball per binary under cmd/ (but NO_IMAGE),
 ## IMAGES_DIR/NAME.tar (default bin/images), each one image index for
 ## IMAGE_PLATFORMS; the overlay IMAGES_DIR/deploy/ naming the exact tags and
 ## digests; sizes printed. Names: IMAGE_REPOSITORY/NAME:VERSION.
@@ -46,12 +52,16 @@ IMAGE_REPOSITORY ?= docker.io/edgeota
 images: $(BIN)/edgeota-images
 	rm -rf $(IMAGES_DIR)/build
 	@for p in $(IMAGE_PLATFORMS); do \
-		echo "GOOS=$${p%/*} GOARCH=$${p#*/} go build ... -o $(IMAGES_DIR)/build/$${p/\//_}/ ./cmd/..."; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o $(IMAGES_DIR)/build/$${p/\//_}/ ./cmd/...; \
+		echo "GOOS=$${p%/*} GOARCH=$${p#*/} go build ... -o $(IMAGES_DIR)/build/$${p/\//_}/ $(addprefix ./cmd/,$(IMAGE_BINARIES))"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o $(IMAGES_DIR)/build/$${p/\//_}/ $(addprefix ./cmd/,$(IMAGE_BINARIES)); \
 	done
 	$(BIN)/edgeota-images -root . -binaries $(IMAGES_DIR)/build -out $(IMAGES_DIR) \
 		-repository $(IMAGE_REPOSITORY) -version $(VERSION) -revision '$(GIT_COMMIT)' \
 		-source-date-epoch '$(SOURCE_DATE_EPOCH)' -platforms '$(IMAGE_PLATFORMS)'
+
+## image-binaries: print the binaries make images packs (hack/images's test reads them).
+image-binaries:
+	@echo $(IMAGE_BINARIES)
 
 # The image builder and go-containerregistry come from their own tools module
 # (hack/images), pinned there.
@@ -120,7 +130,8 @@ test-unit:
 test-images: tools
 	cd hack/images && $(GO) test -count=1 -timeout 30m ./...
 
-## test-fuzz: each fuzz target of the node agent for FUZZTIME (a longer run: FUZZTIME=5m).
+## test-fuzz: each fuzz target of the node agent, and the maintenance-window
+## parser, for FUZZTIME (a longer run: FUZZTIME=5m).
 FUZZTIME ?= 30s
 FUZZ_TARGETS := FuzzValidatePodRef FuzzREST FuzzGRPCActions
 test-fuzz:
@@ -128,6 +139,7 @@ test-fuzz:
 		echo "go test -run '^$$' -fuzz '^$$f$$' -fuzztime $(FUZZTIME) ./server"; \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./server || exit 1; \
 	done
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./window
 
 ## test-e2e: the end-to-end suite against the embedded local cluster.
 test-e2e: tools build sdk-ts

@@ -36,6 +36,9 @@
 //   - controls_test.go: partition and node selector, for deletions and
 //     offers; the admission policy confining the controller to its rollout
 //     status; a pre-pull request without a reason, as yurthub writes it.
+//   - plugin_test.go: `kubectl edgeota` through bin/kubectl: pause and
+//     resume, rollout status of a rollout that completes and of one that
+//     halts, with their exit codes.
 //
 // Helpers: env_test.go (a cluster per scenario, through the harness),
 // processes_test.go and controllerprocess_test.go (the binaries, through the

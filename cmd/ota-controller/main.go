@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	_ "time/tzdata" // nodes' maintenance windows are read in their zones; the image has no zoneinfo
 
 	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/command"

@@ -47,7 +47,7 @@ type checkout struct {
 	version  string    // the VERSION file
 	revision string    // HEAD, "-dirty" with uncommitted changes
 	created  time.Time // HEAD's commit time
-	binaries []string  // the main packages under cmd/
+	binaries []string  // the binaries with an image: the Makefile's IMAGE_BINARIES
 }
 
 func readCheckout(t *testing.T) checkout {
@@ -65,25 +65,42 @@ func readCheckout(t *testing.T) checkout {
 		t.Fatal(err)
 	}
 	c.created = time.Unix(epoch, 0).UTC()
-	mains := output(t, "go", "-C", root, "list", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./cmd/...")
-	for _, p := range strings.Fields(mains) {
-		c.binaries = append(c.binaries, path.Base(p))
+	var mains []string
+	for _, p := range strings.Fields(output(t, "go", "-C", root, "list", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./cmd/...")) {
+		mains = append(mains, path.Base(p))
 	}
-	if len(c.binaries) < 2 {
-		t.Fatalf("got binaries %v under cmd/, want at least ota-server and ota-controller", c.binaries)
+	c.binaries = strings.Fields(output(t, "make", "-s", "--no-print-directory", "-C", root, "image-binaries"))
+	for _, bin := range c.binaries {
+		if !slices.Contains(mains, bin) {
+			t.Fatalf("got %s in make image-binaries, want only main packages under cmd/ %v", bin, mains)
+		}
+	}
+	if !slices.Contains(c.binaries, "ota-server") || !slices.Contains(c.binaries, "ota-controller") {
+		t.Fatalf("got image binaries %v, want at least ota-server and ota-controller", c.binaries)
 	}
 	return c
 }
 
 // TestMakeImages runs `make images` twice, each into a temporary directory,
-// and checks that the builds are identical and that every binary under cmd/
-// has an image that is what the README promises, after a round trip through
-// a registry.
+// and checks that the builds are identical, that the images are those of the
+// binaries the Makefile names (every one under cmd/ but those that never run
+// in a cluster) and no other, and that each is what the README promises,
+// after a round trip through a registry.
 func TestMakeImages(t *testing.T) {
 	c := readCheckout(t)
 	first, second := t.TempDir(), t.TempDir()
 	makeImages(t, first)
 	makeImages(t, second)
+	tarballs, err := filepath.Glob(filepath.Join(first, "*.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tarball := range tarballs {
+		tarballs[i] = strings.TrimSuffix(filepath.Base(tarball), ".tar")
+	}
+	if want := slices.Sorted(slices.Values(c.binaries)); !slices.Equal(tarballs, want) {
+		t.Errorf("got images %v, want one for each of %v and no other", tarballs, want)
+	}
 
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()

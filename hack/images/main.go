@@ -1,8 +1,8 @@
 // Command edgeota-images is `make images`: it packs the binaries the
 // Makefile cross-compiled (one directory per platform, every main package
-// under cmd/) into one OCI image-layout tarball per binary,
-// bin/images/NAME.tar, each holding an image index with one image per
-// platform. It writes the kustomize overlay bin/images/deploy/, which runs
+// under cmd/ but the Makefile's NO_IMAGE) into one OCI image-layout tarball
+// per binary, bin/images/NAME.tar, each holding an image index with one
+// image per platform. It writes the kustomize overlay bin/images/deploy/, which runs
 // deploy/ with the exact tags and digests built, and prints each image's size
 // per platform.
 //

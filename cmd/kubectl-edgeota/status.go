@@ -1,0 +1,378 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/window"
+)
+
+// cli runs the commands in one namespace.
+type cli struct {
+	client    kubernetes.Interface
+	namespace string
+	out       io.Writer
+	now       func() time.Time
+	zone      *time.Location // times are shown in it: the user's
+}
+
+// stage is where a rollout stands, as far as the plugin can tell.
+type stage int
+
+const (
+	// stageWaitingForController: the controller's status is missing, does
+	// not parse, or is about an older revision than the DaemonSet's newest.
+	stageWaitingForController stage = iota
+	stageInProgress
+	stagePaused
+	stageHalted
+	stageComplete
+	// stageAsFarAsAllowed: every node the node selector and partition let
+	// the rollout touch runs the revision, and nothing else will happen
+	// until the operator changes them (kubectl's "partitioned roll out
+	// complete").
+	stageAsFarAsAllowed
+)
+
+// final reports whether the stage ends a watch.
+func (s stage) final() bool {
+	return s == stageHalted || s == stageComplete || s == stageAsFarAsAllowed
+}
+
+// view is a rollout as the plugin tells it.
+type view struct {
+	stage    stage
+	headline string
+	// status is the controller's, when it is about the newest revision.
+	status *controller.RolloutStatus
+	// annotation is the status as written, which tells two views apart.
+	annotation string
+	// window is the DaemonSet's maintenance window in canonical form, or
+	// why it does not parse; empty when it has none.
+	window string
+}
+
+// key tells views apart: a watch prints a view when it differs from the last.
+func (v view) key() string {
+	return v.headline + "\n" + v.annotation + "\n" + v.window
+}
+
+// status prints where the rollout of the DaemonSet stands, and with watch
+// follows it until it completes or halts, or timeout (0: none) passes. A
+// halted rollout is an error (exit 1), as is a DaemonSet edgeota does not
+// roll out.
+func (c *cli) status(ctx context.Context, name string, watch bool, timeout time.Duration) error {
+	ds, err := c.client.AppsV1().DaemonSets(c.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	v, err := c.assess(ctx, ds)
+	if err != nil {
+		return err
+	}
+	c.print(v)
+	if watch && !v.stage.final() {
+		if v, err = c.follow(ctx, name, v, timeout); err != nil {
+			return err
+		}
+	}
+	if v.stage == stageHalted {
+		return &outcomeError{code: exitFailed, message: v.headline}
+	}
+	return nil
+}
+
+// follow watches the one DaemonSet (a field selector on its name) and prints
+// each new view, until one is final or timeout passes. Each change of the
+// rollout changes the DaemonSet: a new template, the controller's status.
+func (c *cli) follow(ctx context.Context, name string, last view, timeout time.Duration) (view, error) {
+	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
+	defer cancel()
+	daemonSets := c.client.AppsV1().DaemonSets(c.namespace)
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	// Wrapped as client-go's informers wrap theirs: a client that cannot
+	// stream the initial list (a fake one) is listed instead.
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = selector
+			return daemonSets.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = selector
+			return daemonSets.Watch(ctx, opts)
+		},
+	}, c.client)
+	gone := apierrors.NewNotFound(appsv1.Resource("daemonsets"), name)
+	exists := func(store cache.Store) (bool, error) {
+		_, ok, err := store.Get(&metav1.ObjectMeta{Namespace: c.namespace, Name: name})
+		if err == nil && !ok {
+			err = gone
+		}
+		return err != nil, err
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &appsv1.DaemonSet{}, exists, func(e watch.Event) (bool, error) {
+		if e.Type == watch.Deleted {
+			return false, gone
+		}
+		ds, ok := e.Object.(*appsv1.DaemonSet)
+		if !ok {
+			return false, nil
+		}
+		v, err := c.assess(ctx, ds)
+		if err != nil {
+			return false, err
+		}
+		if v.key() != last.key() {
+			c.print(v)
+		}
+		last = v
+		return v.stage.final(), nil
+	})
+	switch {
+	case err == nil:
+		return last, nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return last, &outcomeError{code: exitTimeout, message: fmt.Sprintf("timed out after %s; %s", timeout, last.headline)}
+	case ctx.Err() != nil:
+		return last, fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	return last, err
+}
+
+// assess reads where the DaemonSet's rollout stands: the controller's
+// status, unless the DaemonSet controller or edgeota's controller has not
+// caught up with the newest revision yet.
+func (c *cli) assess(ctx context.Context, ds *appsv1.DaemonSet) (view, error) {
+	if err := optedIn(ds); err != nil {
+		return view{}, err
+	}
+	v := view{stage: stageWaitingForController, annotation: ds.Annotations[controller.RolloutStatusAnnotation]}
+	if value, ok := ds.Annotations[window.Annotation]; ok {
+		if schedule, err := window.Parse(value); err != nil {
+			v.window = "invalid, nothing is upgraded until it is fixed: " + err.Error()
+		} else {
+			v.window = schedule.String()
+		}
+	}
+	newest, err := c.newestRevision(ctx, ds)
+	if err != nil {
+		return view{}, err
+	}
+	if ds.Status.ObservedGeneration < ds.Generation || newest == nil {
+		v.headline = fmt.Sprintf("Waiting for the DaemonSet controller to take up the spec of daemonset %q", ds.Name)
+		return v, nil
+	}
+	hash := newest.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+	value, ok := ds.Annotations[controller.RolloutStatusAnnotation]
+	if !ok {
+		v.headline = fmt.Sprintf("Waiting for the controller: daemonset %q has no rollout status yet (if that lasts, its events say why: kubectl describe daemonset %s -n %s)",
+			ds.Name, ds.Name, ds.Namespace)
+		return v, nil
+	}
+	var s controller.RolloutStatus
+	if err := json.Unmarshal([]byte(value), &s); err != nil {
+		v.headline = fmt.Sprintf("Waiting for the controller: the rollout status of daemonset %q does not parse (%v)", ds.Name, err)
+		return v, nil
+	}
+	if s.Revision != newest.Revision || s.Hash != hash {
+		v.headline = fmt.Sprintf("Waiting for the controller to take up revision %d (%s) of daemonset %q: its rollout status is about revision %d (%s)",
+			newest.Revision, hash, ds.Name, s.Revision, s.Hash)
+		return v, nil
+	}
+	v.status = &s
+	v.stage, v.headline = judge(ds.Name, &s)
+	return v, nil
+}
+
+// optedIn is an error unless the DaemonSet asks edgeota to roll it out.
+func optedIn(ds *appsv1.DaemonSet) error {
+	_, current := ds.Annotations[controller.StrategyAnnotation]
+	_, legacy := ds.Annotations[controller.LegacyStrategyAnnotation]
+	if current || legacy {
+		return nil
+	}
+	return &outcomeError{code: exitFailed, message: fmt.Sprintf(
+		"daemonset %q is not rolled out by edgeota: it has no annotation %s (kubectl rollout status follows the native strategies)",
+		ds.Name, controller.StrategyAnnotation)}
+}
+
+// judge tells the stage of a rollout from its current status, and the
+// headline saying so. Complete is the controller's rule for its
+// RolloutCompleted event.
+func judge(name string, s *controller.RolloutStatus) (stage, string) {
+	switch {
+	case s.Halted:
+		reason := s.Reason
+		if reason == "" {
+			reason = fmt.Sprintf("%s failed", nodes(s.Failed.Count))
+		}
+		return stageHalted, fmt.Sprintf("daemonset %q rollout halted: %s", name, reason)
+	case s.Updated == s.Total && s.InFlight == 0 && s.Failed.Count == 0:
+		return stageComplete, fmt.Sprintf("daemonset %q successfully rolled out: revision %d (%s) on all %s", name, s.Revision, s.Hash, nodes(s.Total))
+	case s.Paused:
+		return stagePaused, fmt.Sprintf("Waiting for daemonset %q rollout: paused (%s); %d of %s updated", name, controller.PausedAnnotation, s.Updated, nodes(s.Total))
+	case s.HeldBack > 0 && s.Updated+s.HeldBack == s.Total && s.InFlight == 0 && s.Failed.Count == 0 &&
+		count(s.Held) == 0 && count(s.WaitingForWindow) == 0:
+		return stageAsFarAsAllowed, fmt.Sprintf("daemonset %q rolled out as far as allowed: revision %d (%s) on %d of %s, %d held back by the node selector or partition",
+			name, s.Revision, s.Hash, s.Updated, nodes(s.Total), s.HeldBack)
+	}
+	return stageInProgress, fmt.Sprintf("Waiting for daemonset %q rollout to finish: %d of %s updated", name, s.Updated, nodes(s.Total))
+}
+
+// newestRevision returns the DaemonSet's ControllerRevision with the highest
+// number, the target the controller rolls out; nil when there is none yet.
+func (c *cli) newestRevision(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.ControllerRevision, error) {
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("the selector of daemonset %q: %w", ds.Name, err)
+	}
+	list, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing the controller revisions of daemonset %q: %w", ds.Name, err)
+	}
+	var newest *appsv1.ControllerRevision
+	for i := range list.Items {
+		r := &list.Items[i]
+		if owner := metav1.GetControllerOf(r); owner == nil || owner.UID != ds.UID {
+			continue
+		}
+		if newest == nil || r.Revision > newest.Revision {
+			newest = r
+		}
+	}
+	return newest, nil
+}
+
+// print writes the view: its headline, then, unless the rollout is
+// complete, a line for each figure that is not zero.
+func (c *cli) print(v view) {
+	var b strings.Builder
+	b.WriteString(v.headline + "\n")
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(&b, "  %-10s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	if s := v.status; s != nil && v.stage != stageComplete {
+		if s.Strategy != "" {
+			line("revision", "%d (%s), %s", s.Revision, s.Hash, s.Strategy)
+		} else {
+			line("revision", "%d (%s)", s.Revision, s.Hash)
+		}
+		line("updated", "%d of %s", s.Updated, nodes(s.Total))
+		if s.InFlight > 0 {
+			line("in flight", "%d", s.InFlight)
+		}
+		if n := count(s.WaitingForWindow); n > 0 {
+			line("waiting", "%s for the maintenance window%s", nodes(n), c.when(s.WaitingForWindow, ", the next opens"))
+		}
+		if n := count(s.Held); n > 0 {
+			line("held", "%s by the owner%s", nodes(n), c.when(s.Held, ", the last hold ends"))
+		}
+		if s.Skipped > 0 {
+			line("skipped", "%s NotReady, upgraded when back", nodes(s.Skipped))
+		}
+		if s.HeldBack > 0 {
+			line("held back", "%s by pause, node selector or partition", nodes(s.HeldBack))
+		}
+		if s.Failed.Count > 0 {
+			line("failed", "%s", failedNodes(s.Failed))
+		}
+		if n := count(s.Offered); n > 0 {
+			line("offered", "%d not taken by the owner yet%s", n, c.when(s.Offered, ", the first deadline"))
+		}
+	}
+	if v.window != "" && v.stage != stageComplete {
+		line("window", "%s", v.window)
+	}
+	fmt.Fprint(c.out, b.String())
+}
+
+// when renders a TimedNodes' time after what, in the user's zone and from
+// now; nothing when it has none.
+func (c *cli) when(t *controller.TimedNodes, what string) string {
+	if t.At == nil {
+		return ""
+	}
+	at := t.At.Time
+	return fmt.Sprintf("%s %s (%s)", what, at.In(c.zone).Format("2006-01-02 15:04 MST"), relative(at.Sub(c.now())))
+}
+
+// relative renders a duration from now as people read it: in 3h12m, 1m30s
+// ago, in 2d4h.
+func relative(d time.Duration) string {
+	past := d < 0
+	if past {
+		d = -d
+	}
+	var s string
+	switch d = d.Round(time.Second); {
+	case d < time.Minute:
+		s = d.String()
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d.Minutes()))
+		if seconds := int(d.Seconds()) % 60; seconds > 0 {
+			s += fmt.Sprintf("%ds", seconds)
+		}
+	case d < 48*time.Hour:
+		d = d.Round(time.Minute)
+		s = fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		d = d.Round(time.Hour)
+		s = fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+	}
+	if past {
+		return s + " ago"
+	}
+	return "in " + s
+}
+
+// failedNodes names the failed nodes the status records, with why when it
+// says, and how many more there are.
+func failedNodes(f controller.FailedNodes) string {
+	names := make([]string, 0, len(f.Nodes))
+	for _, n := range f.Nodes {
+		if why := f.Reasons[n]; why != "" {
+			n += " (" + why + ")"
+		}
+		names = append(names, n)
+	}
+	s := nodes(f.Count)
+	if len(names) > 0 {
+		s += ": " + strings.Join(names, ", ")
+	}
+	if more := f.Count - len(names); more > 0 && len(names) > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
+}
+
+// count is how many nodes a TimedNodes counts; none when absent.
+func count(t *controller.TimedNodes) int {
+	if t == nil {
+		return 0
+	}
+	return t.Count
+}
+
+// nodes renders a count of nodes: "1 node", "3 nodes".
+func nodes(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
+}

@@ -1,0 +1,159 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/localcluster"
+)
+
+// pluginBinary is the kubectl plugin, found by kubectl on PATH by its name.
+const pluginBinary = "kubectl-edgeota"
+
+// TestKubectlPlugin drives a rollout with `kubectl edgeota`, through
+// bin/kubectl as a user would: pause holds a new template back and writes
+// edgeota.io/paused alone, resume lets it roll, `rollout status --watch`
+// follows it to completion (exit 0), and a crash-looping version to its halt
+// (exit 1, naming the failed node).
+func TestKubectlPlugin(t *testing.T) {
+	const nodes, budget = 4, 1
+	e := brakeEnv(t, nodes, budget, 0, nil)
+	if err := e.h.Tools.Check(pluginBinary, "kubectl"); err != nil {
+		t.Fatal(err)
+	}
+	e.startController(e.cluster.Kubeconfig, "-v=2")
+	first := e.waitRolloutStatus("the first rollout settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
+	ds := "daemonset/" + dsName
+
+	t.Run("status of a settled rollout", func(t *testing.T) {
+		stdout, stderr, code := e.kubectlEdgeota("rollout", "status", ds, "-n", e.ns)
+		want := fmt.Sprintf("daemonset %q successfully rolled out: revision %d (%s) on all %d nodes\n", dsName, first.Revision, first.Hash, nodes)
+		if code != 0 || stdout != want {
+			t.Errorf("got exit %d, stdout %q, stderr %q, want 0, %q", code, stdout, stderr, want)
+		}
+	})
+	t.Run("an unknown DaemonSet", func(t *testing.T) {
+		_, stderr, code := e.kubectlEdgeota("rollout", "status", "ds/nope", "-n", e.ns)
+		if want := fmt.Sprintf("error: daemonset \"nope\" not found in namespace %q\n", e.ns); code != 6 || stderr != want {
+			t.Errorf("got exit %d, stderr %q, want 6, %q", code, stderr, want)
+		}
+	})
+
+	t.Run("pause", func(t *testing.T) {
+		before := e.annotations()
+		stdout, stderr, code := e.kubectlEdgeota("rollout", "pause", ds, "-n", e.ns)
+		if want := "daemonset.apps/" + dsName + " paused\n"; code != 0 || stdout != want {
+			t.Fatalf("got exit %d, stdout %q, stderr %q, want 0, %q", code, stdout, stderr, want)
+		}
+		want := maps.Clone(before)
+		want[controller.PausedAnnotation] = "true"
+		if got := e.annotations(); !maps.Equal(got, want) {
+			t.Errorf("got annotations %v after pause, want %v: %s alone added", got, want, controller.PausedAnnotation)
+		}
+	})
+	e.setImage(newImage)
+	paused := e.waitRolloutStatus("the new revision paused", func(s *controller.RolloutStatus) bool {
+		return s.Hash != first.Hash && s.Paused && s.HeldBack == nodes
+	})
+	t.Run("status of a paused rollout", func(t *testing.T) {
+		stdout, stderr, code := e.kubectlEdgeota("rollout", "status", ds, "-n", e.ns)
+		want := fmt.Sprintf("Waiting for daemonset %q rollout: paused (%s); 0 of %d nodes updated\n", dsName, controller.PausedAnnotation, nodes)
+		if code != 0 || !strings.HasPrefix(stdout, want) {
+			t.Errorf("got exit %d, stdout %q, stderr %q, want 0 and first %q", code, stdout, stderr, want)
+		}
+		if n, err := e.nodesRunning(e.ctx(), oldImage); err != nil || n != nodes {
+			t.Errorf("got %d nodes on %s (%v), want all %d while paused", n, oldImage, err, nodes)
+		}
+	})
+
+	t.Run("resume, and follow to completion", func(t *testing.T) {
+		before := e.annotations()
+		stdout, stderr, code := e.kubectlEdgeota("rollout", "resume", ds, "-n", e.ns)
+		if want := "daemonset.apps/" + dsName + " resumed\n"; code != 0 || stdout != want {
+			t.Fatalf("got exit %d, stdout %q, stderr %q, want 0, %q", code, stdout, stderr, want)
+		}
+		want := maps.Clone(before)
+		delete(want, controller.PausedAnnotation)
+		if got := e.annotations(); !maps.Equal(got, want) {
+			t.Errorf("got annotations %v after resume, want %v: %s alone removed", got, want, controller.PausedAnnotation)
+		}
+		stdout, stderr, code = e.kubectlEdgeota("rollout", "status", ds, "-n", e.ns, "--watch", "--timeout", "2m")
+		t.Logf("kubectl edgeota rollout status --watch:\n%s", stdout)
+		done := fmt.Sprintf("daemonset %q successfully rolled out: revision %d (%s) on all %d nodes\n", dsName, paused.Revision, paused.Hash, nodes)
+		if code != 0 || !strings.HasSuffix(stdout, done) {
+			t.Fatalf("got exit %d, stdout:\n%s\nstderr: %s\nwant 0, ending %q", code, stdout, stderr, done)
+		}
+		if n, err := e.nodesRunning(e.ctx(), newImage); err != nil || n != nodes {
+			t.Errorf("got %d nodes on %s (%v) once complete, want %d", n, newImage, err, nodes)
+		}
+	})
+
+	t.Run("follow to a halt", func(t *testing.T) {
+		e.setImage(localcluster.CrashLoopImages[0])
+		stdout, stderr, code := e.kubectlEdgeota("rollout", "status", ds, "-n", e.ns, "-w", "--timeout", "2m")
+		t.Logf("kubectl edgeota rollout status --watch:\n%s", stdout)
+		halted, err := e.rolloutStatus(e.ctx())
+		if err != nil || halted == nil || !halted.Halted || len(halted.Failed.Nodes) != budget {
+			t.Fatalf("got rollout status %+v (%v), want halted with %d failed node", halted, err, budget)
+		}
+		headline := fmt.Sprintf("daemonset %q rollout halted: %s\n", dsName, halted.Reason)
+		if code != 1 || !strings.Contains(stdout, headline) || !strings.Contains(stdout, halted.Failed.Nodes[0]) || stderr != "error: "+headline {
+			t.Errorf("got exit %d, stdout:\n%s\nstderr: %s\nwant 1, %q naming %s", code, stdout, stderr, headline, halted.Failed.Nodes[0])
+		}
+		if _, _, code := e.kubectlEdgeota("rollout", "status", ds, "-n", e.ns); code != 1 {
+			t.Errorf("got exit %d without --watch, want 1 for a halted rollout", code)
+		}
+	})
+}
+
+// kubectlEdgeota runs `kubectl edgeota ARGS` with bin/kubectl, which finds
+// the plugin on PATH, and $KUBECONFIG naming the scenario's cluster; it
+// returns the plugin's output and exit code.
+func (e *env) kubectlEdgeota(args ...string) (stdout, stderr string, code int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.h.Tools.Path("kubectl"), append([]string{"edgeota"}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+e.cluster.Kubeconfig,
+		"PATH="+filepath.Dir(e.h.Tools.Path(pluginBinary))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), errOut.String(), 0
+	case errors.As(err, &exit):
+		return out.String(), errOut.String(), exit.ExitCode()
+	}
+	e.t.Fatalf("running kubectl edgeota %s: %v", strings.Join(args, " "), err)
+	return "", "", -1
+}
+
+// annotations are the DaemonSet's annotations but the controller's rollout
+// status, which it rewrites as the rollout goes.
+func (e *env) annotations() map[string]string {
+	e.t.Helper()
+	ds, err := e.cluster.Client.AppsV1().DaemonSets(e.ns).Get(e.ctx(), dsName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	all := maps.Clone(ds.Annotations)
+	delete(all, controller.RolloutStatusAnnotation)
+	return all
+}
