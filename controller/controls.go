@@ -42,16 +42,21 @@ type choice struct {
 }
 
 // choose picks, in node name order, the old pods the rollout may replace
-// now, taking at most limit available ones. Without a partition it reads
+// now, taking at most limit available ones; partitioned says whether the
+// partition applies to these deletions (for OTA it bounds the offers
+// instead). Without a partition it reads
 // only the nodes it takes (the ordered set of takeable nodes), so that its
 // cost follows the wave, not the fleet. With one, it walks the candidates
 // in name order: each node the partition lets through uses up one of its
 // quota, whether the clock lets it go now or not (a node whose window is
 // closed waits; the next one does not take its place), so the partition
 // keeps its exact meaning.
-func (v *dsView) choose(cfg *settings, limit int) choice {
-	ch := choice{heldBack: v.outside}
-	quota := cfg.partitionQuota(v)
+func (v *dsView) choose(cfg *settings, limit int, partitioned bool) choice {
+	ch := choice{heldBack: v.outside + v.zoneInvalid}
+	quota := -1
+	if partitioned {
+		quota = cfg.partitionQuota(v)
+	}
 	if quota < 0 {
 		for node := range v.downs {
 			ch.replace = append(ch.replace, v.nodes[node])

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Event reasons recorded on DaemonSets. They are exported so that tools and
@@ -51,6 +52,13 @@ const (
 	// ReasonFailedPrePullJob: creating or deleting a pre-pull Job failed; it
 	// is retried.
 	ReasonFailedPrePullJob = "FailedPrePullJob"
+	// ReasonHoldEnded: an owner's hold on a pod ended, or reached the
+	// DaemonSet's edgeota.io/max-hold-seconds; the node is upgraded in its
+	// turn.
+	ReasonHoldEnded = "HoldEnded"
+	// ReasonInvalidTimeZone, on a Node: its edgeota.io/time-zone names no
+	// IANA zone; windowed rollouts pass that node by until it is fixed.
+	ReasonInvalidTimeZone = "InvalidTimeZone"
 )
 
 // eventMemo remembers, per DaemonSet and reason, the message of the last
@@ -100,6 +108,14 @@ func (m *eventMemo) forget(key string) {
 		if k.key == key {
 			delete(m.last, k)
 		}
+	}
+}
+
+// nodeEventOnChange records a Warning on the node unless the last one with
+// this reason said the same.
+func (c *Controller) nodeEventOnChange(node *corev1.Node, reason, message string) {
+	if c.eventMemo.changed("node/"+node.Name, reason, message) {
+		c.recorder.Event(node, corev1.EventTypeWarning, reason, message)
 	}
 }
 

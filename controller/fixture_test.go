@@ -310,14 +310,19 @@ func newDaemonSet(opts ...dsOption) *appsv1.DaemonSet {
 	return ds
 }
 
+// revisionCreated is when the test DaemonSet's current ControllerRevision
+// was created: an hour before the tests ran.
+var revisionCreated = time.Now().Add(-time.Hour).Truncate(time.Second)
+
 // revisions are the DaemonSet's old and current ControllerRevisions.
 func revisions() []runtime.Object {
 	rev := func(hash string, n int64) *appsv1.ControllerRevision {
 		return &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: testNamespace, Name: testDSName + "-" + hash, UID: types.UID("rev-" + hash),
-				Labels:          map[string]string{revisionHashLabel: hash},
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(newDaemonSet(), appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
+				Labels:            map[string]string{revisionHashLabel: hash},
+				CreationTimestamp: metav1.NewTime(revisionCreated.Add(time.Duration(n-2) * time.Hour)),
+				OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(newDaemonSet(), appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
 			},
 			Revision: n,
 		}
@@ -433,7 +438,9 @@ func offeredFor(hash string) podOption {
 	return func(pod *corev1.Pod) {
 		pod.Status.Conditions = append(pod.Status.Conditions, needUpgrade(corev1.ConditionTrue, hash))
 		at := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-		value, err := podchannel.Encode(&podchannel.Offer{Revision: hash, Images: podchannel.ImagesOf(&newDaemonSet().Spec.Template.Spec), OfferedAt: &at})
+		limit := metav1.NewTime(revisionCreated.Add(DefaultMaxHold))
+		value, err := podchannel.Encode(&podchannel.Offer{Revision: hash, Images: podchannel.ImagesOf(&newDaemonSet().Spec.Template.Spec),
+			OfferedAt: &at, HoldLimit: &limit})
 		if err != nil {
 			panic(err)
 		}

@@ -48,9 +48,54 @@ func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key stri
 	}
 	admitted, held := c.admitOffers(&r.cfg, r.view, fresh, offeredOn)
 	status := r.status(len(held), len(admitted), "upgraded nodes")
+	status.Offered = c.offersOutstanding(standing, &r.cfg, target)
+	// Offers past their deadline are carried out as AdvancedRollingUpdate
+	// would: within max-unavailable (the owners' own upgrades in flight
+	// count against it), in the node's window, after any hold's limit,
+	// under the brake. Never while paused or halted.
+	v := r.view
+	var due []*nodeInfo
+	if r.cfg.upgradeDeadline > 0 && !status.Halted && !r.cfg.paused {
+		unavailable := v.counts[nodeInFlight] + v.counts[nodeFailed] + v.counts[nodeOldDown]
+		ch := v.choose(&r.cfg, max(r.cfg.maxUnavailable-unavailable, 0), false)
+		due = append(ch.replace, ch.take...)
+	}
 	return c.publish(ctx, ds, key, r.statusValue, r.prev, status, r.grew, r.failures, func() error {
-		return c.offer(ctx, ds, target, &r.cfg, &status, pods, standing, admitted)
+		if err := c.offer(ctx, ds, target, &r.cfg, &status, pods, standing, admitted); err != nil {
+			return err
+		}
+		if len(due) > 0 {
+			klog.FromContext(ctx).V(2).Info("Carrying out offers past their deadline", "deadline", r.cfg.upgradeDeadline, "nodes", len(due))
+			if err := c.deleteOldPods(ctx, ds, key, r.tracker, target, due); err != nil {
+				return err
+			}
+			c.writeIntents(ctx, key, r, due, false)
+		}
+		return nil
 	})
+}
+
+// offersOutstanding counts the offers standing, with the earliest upgrade
+// deadline among them (none without edgeota.io/upgrade-deadline-seconds).
+func (c *Controller) offersOutstanding(standing map[*corev1.Pod]bool, cfg *settings, target revision) *TimedNodes {
+	if len(standing) == 0 {
+		return nil
+	}
+	out := &TimedNodes{Count: len(standing)}
+	if cfg.upgradeDeadline == 0 {
+		return out
+	}
+	in := &judgeInput{cfg: cfg, target: target, now: c.now()}
+	var first time.Time
+	for pod := range standing {
+		if _, deadline := deadlineDue(pod, in); !deadline.IsZero() && (first.IsZero() || deadline.Before(first)) {
+			first = deadline
+		}
+	}
+	if !first.IsZero() {
+		out.At = &metav1.Time{Time: first}
+	}
+	return out
 }
 
 // admitOffers splits out-of-date pods not offered the target yet into those
@@ -129,7 +174,7 @@ func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target rev
 		}
 		var offer *podchannel.Offer
 		if !upToDate(ds, target.hash, pod) {
-			offer = offerFor(ds, target, pod, want.Status == corev1.ConditionTrue, c.now())
+			offer = offerFor(ds, target, cfg, pod, want.Status == corev1.ConditionTrue, c.now())
 		}
 		if task := c.conditionTask(pod, want, offer); task != nil {
 			tasks = append(tasks, task)
@@ -166,10 +211,11 @@ func (c *Controller) notOfferedWhy(cfg *settings, pod *corev1.Pod) string {
 
 // offerFor is the channel entry (podchannel.Offer) that goes with the
 // PodNeedUpgrade condition of an out-of-date pod: the target's images and
-// progress deadline, and since when the revision has been offered to the pod
+// progress deadline, since when the revision has been offered to the pod
 // (kept from the pod's current offer of the same revision, so that a pause
-// or a restart does not move it; now when offering it first).
-func offerFor(ds *appsv1.DaemonSet, target revision, pod *corev1.Pod, offering bool, now time.Time) *podchannel.Offer {
+// or a restart does not move it; now when offering it first), the upgrade
+// deadline that follows, and the limit of holds.
+func offerFor(ds *appsv1.DaemonSet, target revision, cfg *settings, pod *corev1.Pod, offering bool, now time.Time) *podchannel.Offer {
 	o := &podchannel.Offer{Revision: target.hash, Images: podchannel.ImagesOf(&ds.Spec.Template.Spec)}
 	if v, ok := ds.Annotations[ProgressDeadlineAnnotation]; ok {
 		if d, err := health.ParseProgressDeadline(v); err == nil {
@@ -181,6 +227,7 @@ func offerFor(ds *appsv1.DaemonSet, target revision, pod *corev1.Pod, offering b
 	} else if offering {
 		o.OfferedAt = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
+	offerWants(o, cfg, target)
 	return o
 }
 
@@ -196,6 +243,24 @@ func (c *Controller) conditionTask(pod *corev1.Pod, want corev1.PodCondition, of
 		return nil
 	}
 	return func(ctx context.Context) error { return c.setCondition(ctx, pod, want, offer) }
+}
+
+// offerWrite is the pending-write key of an offer written alone (a held
+// pod's hold limit, AdvancedRollingUpdate).
+const offerWrite corev1.PodConditionType = "edgeota.io/offer"
+
+// writeOffer writes the offer alone on the pod's status, and remembers it
+// until the cache shows it.
+func (c *Controller) writeOffer(ctx context.Context, pod *corev1.Pod, offer *podchannel.Offer) error {
+	value, err := podchannel.Encode(offer)
+	if err != nil {
+		return err
+	}
+	if _, err := podcondition.Annotate(ctx, c.client.CoreV1(), pod, podcondition.Annotations{podchannel.OfferAnnotation: &value}, FieldManager); err != nil {
+		return err
+	}
+	c.written.record(pod, offerWrite)
+	return nil
 }
 
 // setCondition writes one condition on the pod's status, with the offer in

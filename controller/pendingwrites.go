@@ -20,8 +20,9 @@ type pendingWrites struct {
 	m  map[pendingKey]string
 }
 
-// otaConditions are the condition types the controller writes.
-var otaConditions = []corev1.PodConditionType{podcondition.NeedUpgrade, podcondition.ImageReady}
+// otaConditions are the condition types the controller writes, and the
+// offer written alone.
+var otaConditions = []corev1.PodConditionType{podcondition.NeedUpgrade, podcondition.ImageReady, offerWrite}
 
 type pendingKey struct {
 	uid types.UID

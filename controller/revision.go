@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,9 @@ const (
 type revision struct {
 	hash   string
 	number int64
+	// created is the ControllerRevision's creation: a time no node owner
+	// can reset, from which holds are limited.
+	created time.Time
 }
 
 // targetRevision returns the DaemonSet's current ControllerRevision, the one
@@ -45,7 +49,7 @@ func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (revision, error) {
 	if current == nil {
 		return revision{}, nil
 	}
-	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision}, nil
+	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision, created: current.CreationTimestamp.Time}, nil
 }
 
 // upToDate reports whether the pod runs the target revision, by its hash label

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/podchannel"
 )
 
 // rollingUpdate deletes out-of-date pods on Ready nodes within max-unavailable,
@@ -31,8 +33,8 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 	v := r.view
 	unavailable := v.counts[nodeInFlight] + v.counts[nodeFailed] + v.counts[nodeOldDown]
 	allowed := max(r.cfg.maxUnavailable-unavailable, 0)
-	ch := v.choose(&r.cfg, allowed)
-	status := r.status(ch.heldBack, v.olds.Len()-(ch.heldBack-v.outside), "nodes")
+	ch := v.choose(&r.cfg, allowed, true)
+	status := r.status(ch.heldBack, v.olds.Len()-(ch.heldBack-v.outside-v.zoneInvalid), "nodes")
 	return c.publish(ctx, ds, key, r.statusValue, r.prev, status, r.grew, r.failures, func() error {
 		var toDelete []*nodeInfo
 		if !status.Halted && !r.cfg.paused {
@@ -50,10 +52,33 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 			return err
 		}
 		if !status.Halted && !r.cfg.paused {
-			c.writeIntents(ctx, key, r, toDelete)
+			c.writeIntents(ctx, key, r, toDelete, true)
 		}
+		c.showHoldLimits(ctx, ds, key, r)
 		return nil
 	})
+}
+
+// showHoldLimits writes, in the background, the offer on each held pod so
+// that its owner sees the limit that will end the hold (the node agent
+// reads nothing but its pods). AdvancedRollingUpdate writes no offer
+// otherwise: one write per held pod, once.
+func (c *Controller) showHoldLimits(ctx context.Context, ds *appsv1.DaemonSet, key string, r *rollout) {
+	var tasks []func(context.Context) error
+	for node := range r.view.heldNodes {
+		pod := r.view.nodes[node].pods.oldPod
+		if pod == nil || c.written.pending(pod, offerWrite) {
+			continue
+		}
+		want := offerFor(ds, r.target, &r.cfg, pod, false, c.now())
+		if current, err := podchannel.OfferOf(pod); err == nil && want.Equal(current) {
+			continue
+		}
+		tasks = append(tasks, func(ctx context.Context) error { return c.writeOffer(ctx, pod, want) })
+	}
+	if len(tasks) > 0 {
+		c.inBackground(ctx, key, func() error { return errors.Join(runParallel(ctx, tasks)...) })
+	}
 }
 
 // rollout is where one sync found a DaemonSet's rollout: its settings, its
@@ -139,6 +164,12 @@ func (r *rollout) status(heldBack, admitted int, failed string) RolloutStatus {
 		Updated: v.counts[nodeSettled] + v.skippedUpdated, Total: len(v.nodes),
 		InFlight: v.counts[nodeInFlight], Skipped: v.counts[nodeSkipped], Failed: shown, HeldBack: heldBack,
 		Paused: r.cfg.paused, Halted: shown.Count >= r.cfg.maxFailed,
+	}
+	if n := v.held.total(); n > 0 {
+		s.Held = &TimedNodes{Count: n, At: &metav1.Time{Time: v.held.latest()}}
+	}
+	if n := v.waiting.total(); n > 0 {
+		s.WaitingForWindow = &TimedNodes{Count: n, At: &metav1.Time{Time: v.waiting.earliest()}}
 	}
 	switch {
 	case s.Halted:
@@ -228,12 +259,12 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 // nodes the rollout takes next (as many as the budget), so that when a
 // heartbeat frees the budget the deletions go at once, without waiting for
 // a write; taken are the nodes being deleted now.
-func (c *Controller) writeIntents(ctx context.Context, key string, r *rollout, taken []*nodeInfo) {
+func (c *Controller) writeIntents(ctx context.Context, key string, r *rollout, taken []*nodeInfo, partitioned bool) {
 	skip := make(map[string]bool, len(taken))
 	for _, n := range taken {
 		skip[n.name] = true
 	}
-	ch := r.view.choose(&r.cfg, r.cfg.maxUnavailable+len(taken))
+	ch := r.view.choose(&r.cfg, r.cfg.maxUnavailable+len(taken), partitioned)
 	added := false
 	for _, n := range ch.take {
 		if skip[n.name] {

@@ -48,6 +48,7 @@ type settings struct {
 	paused         bool
 	selector       labels.Selector // nil: every node
 	partition      string          // "" when absent; validated
+	timingSettings
 }
 
 // settingsError is an annotation whose value the controller cannot use.
@@ -105,6 +106,9 @@ func rolloutSettings(ds *appsv1.DaemonSet, nodes int) (settings, error) {
 			return s, &settingsError{PartitionAnnotation, v, "want a non-negative integer or a percentage between 0% and 100%"}
 		}
 		s.partition = v
+	}
+	if s.timingSettings, err = parseTiming(ds.Annotations); err != nil {
+		return s, err
 	}
 	return s, nil
 }

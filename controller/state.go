@@ -94,6 +94,52 @@ type dsView struct {
 	// awaiting are the nodes waiting for a heartbeat, with the time after
 	// which one proves them alive.
 	awaiting map[string]time.Time
+	// What the clock holds candidates by, for the status: the held ones
+	// (by the end of their hold), those waiting for their window (by its
+	// opening), and those whose node names an invalid zone.
+	held, waiting timeCounts
+	zoneInvalid   int
+	// heldNodes names the held candidates: their owners see the hold's
+	// limit through the offer on their pod.
+	heldNodes map[string]bool
+}
+
+// timeCounts counts nodes by a time; candidates of one DaemonSet share few
+// distinct times (a window's opening per zone, a hold limit), so its
+// earliest and latest are cheap to find.
+type timeCounts map[time.Time]int
+
+func (tc timeCounts) add(t time.Time, n int) {
+	if tc[t] += n; tc[t] == 0 {
+		delete(tc, t)
+	}
+}
+
+func (tc timeCounts) total() int {
+	n := 0
+	for _, c := range tc {
+		n += c
+	}
+	return n
+}
+
+// earliest and latest are zero when there are no nodes.
+func (tc timeCounts) earliest() (t time.Time) {
+	for at := range tc {
+		if t.IsZero() || at.Before(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+func (tc timeCounts) latest() (t time.Time) {
+	for at := range tc {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
 }
 
 // nodeInfo is what the view knows of one node.
@@ -113,7 +159,8 @@ func newTracker(key string) *tracker {
 func newView(basis string) *dsView {
 	less := func(a, b string) bool { return a < b }
 	return &dsView{basis: basis, nodes: map[string]*nodeInfo{}, olds: btree.NewG(16, less),
-		takeable: btree.NewG(16, less), downs: map[string]bool{}, awaiting: map[string]time.Time{}}
+		takeable: btree.NewG(16, less), downs: map[string]bool{}, awaiting: map[string]time.Time{},
+		held: timeCounts{}, waiting: timeCounts{}, heldNodes: map[string]bool{}}
 }
 
 // trackerFor returns the DaemonSet's tracker, creating it.
@@ -230,11 +277,16 @@ func (c *Controller) buildView(basis string, in *judgeInput) *dsView {
 // rejudge judges one node again from its pods and replaces what the view
 // held for it.
 func (c *Controller) rejudge(v *dsView, name string, pods []*corev1.Pod, in *judgeInput) {
-	if old, ok := v.nodes[name]; ok {
+	old, had := v.nodes[name]
+	if had {
 		v.remove(old)
 	}
 	np := groupPods(in.ds, in.target.hash, pods)
 	verdict := c.judgeNode(name, np, in)
+	if had && old.verdict.held && !verdict.held && np.oldPod != nil && old.pods.oldPod != nil &&
+		np.oldPod.UID == old.pods.oldPod.UID && !in.now.Before(old.verdict.holdEnd) {
+		c.holdEnded(in, name, old.verdict, np.oldPod) // the clock ended it, on a transition only
+	}
 	if verdict.state == nodeGone {
 		return
 	}
@@ -276,6 +328,7 @@ func (v *dsView) add(n *nodeInfo) {
 	if n.verdict.awaitsHeartbeat {
 		v.awaiting[n.name] = n.verdict.proofAfter
 	}
+	v.countClock(n, 1)
 	if !n.verdict.at.IsZero() {
 		n.timerAt = n.verdict.at
 		heap.Push(&v.timers, timerEntry{at: n.timerAt, node: n.name})
@@ -306,7 +359,27 @@ func (v *dsView) remove(n *nodeInfo) {
 	}
 	delete(v.downs, n.name)
 	delete(v.awaiting, n.name)
+	v.countClock(n, -1)
 	n.timerAt = time.Time{}
+}
+
+// countClock counts (by +1 or -1) what the clock holds an eligible
+// candidate by.
+func (v *dsView) countClock(n *nodeInfo, by int) {
+	switch {
+	case !n.old:
+	case n.verdict.zoneInvalid:
+		v.zoneInvalid += by
+	case n.verdict.held:
+		v.held.add(n.verdict.holdEnd, by)
+		if by > 0 {
+			v.heldNodes[n.name] = true
+		} else {
+			delete(v.heldNodes, n.name)
+		}
+	case n.verdict.windowClosed:
+		v.waiting.add(n.verdict.opens, by)
+	}
 }
 
 // nextChange is when the earliest verdict changes by the clock alone, zero
@@ -366,6 +439,8 @@ type viewSnapshot struct {
 	Downs          map[string]bool
 	NextChange     time.Time
 	Awaiting       map[string]time.Time
+	Held, Waiting  map[time.Time]int
+	ZoneInvalid    int
 }
 
 type nodeSnapshot struct {
@@ -375,13 +450,15 @@ type nodeSnapshot struct {
 	Eligible, Taken, Old, Takeable  bool
 	NewPod, OldPod, Terminating     types.UID
 	Deleting, Unbound, AwaitsHbeat  bool
-	Held, WindowClosed, DeadlineDue bool
+	Held, WindowClosed, ZoneInvalid bool
+	NotDue                          bool
+	HoldEnd, Opens                  time.Time
 }
 
 func (v *dsView) snapshot() viewSnapshot {
 	s := viewSnapshot{Nodes: map[string]nodeSnapshot{}, Counts: v.counts, SkippedUpdated: v.skippedUpdated,
 		Eligible: v.eligible, Taken: v.taken, Outside: v.outside, Downs: maps.Clone(v.downs), NextChange: v.nextChange(),
-		Awaiting: maps.Clone(v.awaiting)}
+		Awaiting: maps.Clone(v.awaiting), Held: maps.Clone(v.held), Waiting: maps.Clone(v.waiting), ZoneInvalid: v.zoneInvalid}
 	uid := func(p *corev1.Pod) types.UID {
 		if p == nil {
 			return ""
@@ -393,7 +470,8 @@ func (v *dsView) snapshot() viewSnapshot {
 			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable,
 			NewPod: uid(n.pods.newPod), OldPod: uid(n.pods.oldPod), Terminating: uid(n.pods.terminating),
 			Deleting: n.verdict.deleting, Unbound: n.pods.unbound, AwaitsHbeat: n.verdict.awaitsHeartbeat,
-			Held: n.verdict.held, WindowClosed: n.verdict.windowClosed, DeadlineDue: n.verdict.deadlineDue}
+			Held: n.verdict.held, WindowClosed: n.verdict.windowClosed, ZoneInvalid: n.verdict.zoneInvalid,
+			NotDue: n.verdict.notDue, HoldEnd: n.verdict.holdEnd, Opens: n.verdict.opens}
 	}
 	v.olds.Ascend(func(n string) bool { s.Olds = append(s.Olds, n); return true })
 	v.takeable.Ascend(func(n string) bool { s.Takeable = append(s.Takeable, n); return true })

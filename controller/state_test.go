@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/edgeota/edgeota/podchannel"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,6 +103,12 @@ func runEvents(t *testing.T, strategy Strategy, r *rand.Rand, steps int) {
 	if r.IntN(3) == 0 {
 		opts = append(opts, withAnnotation(RolloutNodeSelectorAnnotation, "fleet!=b"))
 	}
+	if r.IntN(3) == 0 {
+		opts = append(opts, withAnnotation(MaintenanceWindowAnnotation, "daily 12:02-12:05; daily 12:07-12:09 Asia/Tokyo"))
+	}
+	if r.IntN(2) == 0 {
+		opts = append(opts, withAnnotation(UpgradeDeadlineAnnotation, "90"), withAnnotation(MaxHoldAnnotation, "7200"))
+	}
 	ds := newDaemonSet(opts...)
 	ready := make([]corev1.ConditionStatus, nodes)
 	for i := range ready {
@@ -163,7 +171,28 @@ func (w *eventWorld) put(p *corev1.Pod) {
 func (w *eventWorld) step() string {
 	r := w.r
 	node := fmt.Sprintf("node-%d", r.IntN(w.nodes))
-	switch r.IntN(9) {
+	switch r.IntN(11) {
+	case 9:
+		// An owner holds a pod, or releases it.
+		p := w.anyPod()
+		if p == nil {
+			return "nothing"
+		}
+		q := p.DeepCopy()
+		if _, held := q.Annotations[podchannel.HoldAnnotation]; held {
+			delete(q.Annotations, podchannel.HoldAnnotation)
+		} else {
+			heldUntil(w.now.Add(time.Duration(1+r.IntN(120)) * time.Second))(q)
+		}
+		w.put(q)
+		return "hold on pod " + p.Name
+	case 10:
+		// A node moves to another zone, a valid one or not.
+		old, _ := w.f.c.nodeLister.Get(node)
+		n := old.DeepCopy()
+		inZone(n, []string{"Asia/Tokyo", "America/New_York", "UTC", "Nowhere/Land"}[r.IntN(4)])
+		w.updateNode(n)
+		return "zone of " + node
 	case 0:
 		w.now = w.now.Add(time.Duration(r.IntN(40)) * time.Second)
 		w.f.clockAt(w.now)

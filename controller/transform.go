@@ -39,7 +39,7 @@ func Transform(obj any) (any, error) {
 // daemonSetAnnotations are the DaemonSet annotations the controller reads.
 var daemonSetAnnotations = []string{StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation, templateGenerationAnnot,
 	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation, PartitionAnnotation,
-	RolloutStatusAnnotation}
+	RolloutStatusAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation}
 
 // trimPod keeps identity, labels, owners, node, phase, conditions and
 // container states with the end of their last run: what tells a daemon pod's
@@ -86,7 +86,7 @@ func trimNode(node *corev1.Node) {
 }
 
 // nodeAnnotations are the Node annotations the controller reads.
-var nodeAnnotations []string
+var nodeAnnotations = []string{NodeTimeZoneAnnotation}
 
 // trimTemplateSpec keeps what a pre-pull Job copies (images and pull
 // secrets), what tells the nodes the template runs on (node selector,

@@ -59,15 +59,19 @@ type nodeVerdict struct {
 	// deleting: this process deleted the node's old pod, which the cache
 	// still shows running.
 	deleting bool
-	// Clock-bound holds on a candidate (see timing): its owner holds it,
-	// its window is closed, or, for OTA, its offer's deadline has passed
-	// (only then may the controller upgrade it).
-	held, windowClosed, deadlineDue bool
+	// What the clock holds a candidate by (see timing.go): its owner's
+	// hold stands (until holdEnd), its node's window is closed (until
+	// opens), its node names an invalid zone, or, for OTA, its offer's
+	// deadline has not passed (only then may the controller upgrade it).
+	held, windowClosed, zoneInvalid, notDue bool
+	holdEnd, opens                          time.Time
 }
 
 // takeable reports whether the rollout may replace the node's old pod now,
 // as far as the clock is concerned.
-func (v nodeVerdict) takeable() bool { return !v.held && !v.windowClosed }
+func (v nodeVerdict) takeable() bool {
+	return !v.held && !v.windowClosed && !v.zoneInvalid && !v.notDue
+}
 
 // nodePods is what a rolling update needs of one node's pods: its one live
 // up-to-date and one live out-of-date pod, and the newest terminating one.
@@ -230,14 +234,15 @@ func (c *Controller) judgeNode(name string, np nodePods, in *judgeInput) nodeVer
 		if !ready {
 			return nodeVerdict{state: nodeSkipped}
 		}
+		v := nodeVerdict{state: nodeOld}
 		if ok, wait := health.PodAvailable(np.oldPod, in.ds.Spec.MinReadySeconds, in.now); !ok {
-			v := nodeVerdict{state: nodeOldDown}
+			v.state = nodeOldDown
 			if wait > 0 {
 				v.at = in.now.Add(wait)
 			}
-			return v
 		}
-		return nodeVerdict{state: nodeOld}
+		c.clockHolds(&v, node, np.oldPod, in)
+		return v
 
 	case np.terminating != nil:
 		// Only a terminating pod: its replacement is on the way, or never
