@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Labels and annotations the native DaemonSet controller writes; edgeota reads
@@ -28,28 +29,36 @@ type revision struct {
 	created time.Time
 }
 
-// targetRevision returns the DaemonSet's current ControllerRevision, the one
-// with the highest .revision among those it controls; a zero hash while the
-// native controller has not created one yet (its creation requeues the
-// DaemonSet).
+// targetRevision returns the DaemonSet's current ControllerRevision (see
+// NewestRevision); a zero hash while the native controller has not created
+// one yet (its creation requeues the DaemonSet).
 func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (revision, error) {
 	revisions, err := c.revisionLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return revision{}, fmt.Errorf("listing controller revisions of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
+	current := NewestRevision(ds.UID, revisions)
+	if current == nil {
+		return revision{}, nil
+	}
+	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision, created: current.CreationTimestamp.Time}, nil
+}
+
+// NewestRevision returns, among revisions, the one the DaemonSet with the
+// UID controls with the highest .revision: the target the controller rolls
+// out, and what its rollout status is about; nil when there is none. The
+// kubectl plugin tells a stale status by it.
+func NewestRevision(dsUID types.UID, revisions []*appsv1.ControllerRevision) *appsv1.ControllerRevision {
 	var current *appsv1.ControllerRevision
 	for _, r := range revisions {
-		if ref := controllerOf(r); ref == nil || ref.UID != ds.UID {
+		if ref := controllerOf(r); ref == nil || ref.UID != dsUID {
 			continue
 		}
 		if current == nil || r.Revision > current.Revision {
 			current = r
 		}
 	}
-	if current == nil {
-		return revision{}, nil
-	}
-	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision, created: current.CreationTimestamp.Time}, nil
+	return current
 }
 
 // upToDate reports whether the pod runs the target revision, by its hash label

@@ -71,6 +71,13 @@ type RolloutStatus struct {
 	Offered *TimedNodes `json:"offered,omitempty"`
 }
 
+// Complete reports whether every node runs the target revision, proven
+// alive, and none failed: when RolloutCompleted is recorded, and when
+// `kubectl edgeota rollout status` exits 0.
+func (s *RolloutStatus) Complete() bool {
+	return s.Updated == s.Total && s.InFlight == 0 && s.Failed.Count == 0
+}
+
 // FailedNodes is a rollout's failure record, as people read it: the whole
 // record, however large, is kept in the RolloutRecord objects of the
 // DaemonSet.
@@ -267,7 +274,7 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 // does not repeat them.
 func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *RolloutStatus, failures string) {
 	sameRevision := prev != nil && prev.Revision == now.Revision && prev.Hash == now.Hash
-	complete := now.Updated == now.Total && now.InFlight == 0 && now.Failed.Count == 0
+	complete := now.Complete()
 	if !sameRevision && prev != nil && !complete {
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutStarted, "Rolling out revision %d (%s) to %d nodes", now.Revision, now.Hash, now.Total)
 	}
@@ -285,7 +292,7 @@ func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *RolloutS
 	case !now.Paused && wasPaused:
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout of revision %d resumed: %s removed", now.Revision, PausedAnnotation)
 	}
-	wasComplete := sameRevision && prev.Updated == prev.Total && prev.InFlight == 0 && prev.Failed.Count == 0
+	wasComplete := sameRevision && prev.Complete()
 	if complete && !wasComplete && prev != nil {
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutCompleted, "Revision %d (%s) runs on all %d nodes", now.Revision, now.Hash, now.Total)
 	}

@@ -214,7 +214,7 @@ func optedIn(ds *appsv1.DaemonSet) error {
 
 // judge tells the stage of a rollout from its current status, and the
 // headline saying so. Complete is the controller's rule for its
-// RolloutCompleted event.
+// RolloutCompleted event (RolloutStatus.Complete).
 func judge(name string, s *controller.RolloutStatus) (stage, string) {
 	switch {
 	case s.Halted:
@@ -223,7 +223,7 @@ func judge(name string, s *controller.RolloutStatus) (stage, string) {
 			reason = fmt.Sprintf("%s failed", nodes(s.Failed.Count))
 		}
 		return stageHalted, fmt.Sprintf("daemonset %q rollout halted: %s", name, reason)
-	case s.Updated == s.Total && s.InFlight == 0 && s.Failed.Count == 0:
+	case s.Complete():
 		return stageComplete, fmt.Sprintf("daemonset %q successfully rolled out: revision %d (%s) on all %s", name, s.Revision, s.Hash, nodes(s.Total))
 	case s.Paused:
 		return stagePaused, fmt.Sprintf("Waiting for daemonset %q rollout: paused (%s); %d of %s updated", name, controller.PausedAnnotation, s.Updated, nodes(s.Total))
@@ -246,17 +246,11 @@ func (c *cli) newestRevision(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1
 	if err != nil {
 		return nil, fmt.Errorf("listing the controller revisions of daemonset %q: %w", ds.Name, err)
 	}
-	var newest *appsv1.ControllerRevision
+	revisions := make([]*appsv1.ControllerRevision, len(list.Items))
 	for i := range list.Items {
-		r := &list.Items[i]
-		if owner := metav1.GetControllerOf(r); owner == nil || owner.UID != ds.UID {
-			continue
-		}
-		if newest == nil || r.Revision > newest.Revision {
-			newest = r
-		}
+		revisions[i] = &list.Items[i]
 	}
-	return newest, nil
+	return controller.NewestRevision(ds.UID, revisions), nil
 }
 
 // print writes the view: its headline, then, unless the rollout is
