@@ -99,8 +99,9 @@ type rolloutRecord struct {
 	shardOf map[string]int
 	shards  []recordShard
 	// dirty holds the nodes whose entry changed since the last write
-	// (absent from entries: to be removed).
-	dirty map[string]bool
+	// (absent from entries: to be removed); urgent those of them that must
+	// be written before the controller acts again (see setUrgent).
+	dirty, urgent map[string]bool
 	// writing serialises writes: one at a time per record.
 	writing sync.Mutex
 	// shown and shownWhy cache display's answer for shown.Count failures.
@@ -117,7 +118,7 @@ type recordShard struct {
 
 func newRolloutRecord(dsUID types.UID, dsKey string, rev revision) *rolloutRecord {
 	return &rolloutRecord{dsUID: dsUID, dsKey: dsKey, rev: rev, entries: map[string]recordEntry{},
-		shardOf: map[string]int{}, dirty: map[string]bool{}}
+		shardOf: map[string]int{}, dirty: map[string]bool{}, urgent: map[string]bool{}}
 }
 
 // recordName is the name of shard i of a DaemonSet's record of a revision.
@@ -162,6 +163,17 @@ func (r *rolloutRecord) setLocked(node string, e recordEntry) {
 	r.dirty[node] = true
 }
 
+// setUrgent records the node's entry, to be written before the controller
+// deletes or offers anything more: a failure (a restarted controller must
+// halt where this one would), or a node taken in flight by someone else's
+// deletion (it must hold its budget after a restart).
+func (r *rolloutRecord) setUrgent(node string, e recordEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setLocked(node, e)
+	r.urgent[node] = r.dirty[node]
+}
+
 // clear removes the node's in-flight entry, to be written; failures stand.
 func (r *rolloutRecord) clear(node string) {
 	r.mu.Lock()
@@ -172,18 +184,12 @@ func (r *rolloutRecord) clear(node string) {
 	}
 }
 
-// pending reports whether anything is not written yet; failures reports
-// whether failures are among it, which must be written before anything
-// more is deleted or offered.
-func (r *rolloutRecord) pending() (any, failures bool) {
+// pending reports whether anything is not written yet, and whether any of
+// it is urgent (setUrgent).
+func (r *rolloutRecord) pending() (any, urgent bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for node := range r.dirty {
-		if e, ok := r.entries[node]; ok && e.failed() {
-			return true, true
-		}
-	}
-	return len(r.dirty) > 0, false
+	return len(r.dirty) > 0, len(r.urgent) > 0
 }
 
 // written reports whether the node's entry is as written.
@@ -297,6 +303,7 @@ func (c *Controller) loadRecord(ds *appsv1.DaemonSet, key string, rev revision, 
 	if len(mine) == 0 && prev != nil && prev.Revision == rev.number && prev.Hash == rev.hash {
 		for _, node := range prev.Failed.Nodes {
 			r.setLocked(node, recordEntry{State: entryFailed, Reason: prev.Failed.Reasons[node]})
+			r.urgent[node] = true
 		}
 	}
 	return r, stale
@@ -343,6 +350,7 @@ func (c *Controller) writeRecord(ctx context.Context, r *rolloutRecord) error {
 		if !placed {
 			if value == nil {
 				delete(r.dirty, node) // never written: nothing to remove
+				delete(r.urgent, node)
 				continue
 			}
 			i = r.placeLocked(len(node) + len(*value))
@@ -369,6 +377,7 @@ func (c *Controller) writeRecord(ctx context.Context, r *rolloutRecord) error {
 			// Written as it stands unless it changed meanwhile.
 			if cur, ok := r.entries[node]; (value == nil && !ok) || (value != nil && ok && entryJSON(cur) == *value) {
 				delete(r.dirty, node)
+				delete(r.urgent, node)
 			}
 			if value == nil && !r.dirty[node] {
 				delete(r.shardOf, node)

@@ -138,13 +138,19 @@ func (c *Controller) assess(ctx context.Context, ds *appsv1.DaemonSet, key strin
 	if next := r.view.nextChange(); !next.IsZero() {
 		c.queue.AddAfter(key, next.Sub(now))
 	}
-	// Write before act: what the judgement recorded is written before the
-	// sync deletes or offers anything, so that a restarted controller or a
-	// new leader, rebuilding from the cluster, decides exactly as this one.
-	if pending, _ := r.record.pending(); pending {
+	// Write before act: failures, and nodes taken in flight by someone
+	// else's deletion, are written before the sync deletes or offers
+	// anything, so that a restarted controller or a new leader, rebuilding
+	// from the cluster, decides exactly as this one. The rest (entries of
+	// nodes that got their pod, clocks started) goes in the background:
+	// a budget freed by a heartbeat is used without waiting for a write.
+	switch pending, urgent := r.record.pending(); {
+	case urgent:
 		if err := c.writeRecord(ctx, r.record); err != nil {
 			return nil, err
 		}
+	case pending:
+		c.inBackground(ctx, key, func() error { return c.writeRecord(ctx, r.record) })
 	}
 	shown, failures := r.record.display()
 	r.failures = failures
@@ -195,13 +201,17 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 		return nil
 	}
 	r := t.record
+	unwritten := false
 	for _, n := range nodes {
 		if e, ok := r.entry(n.name); !ok || e.Pod != n.pods.oldPod.UID || e.Since != nil {
 			r.set(n.name, recordEntry{State: entryInFlight, Pod: n.pods.oldPod.UID})
 		}
+		unwritten = unwritten || !r.written(n.name)
 	}
-	if err := c.writeRecord(ctx, r); err != nil {
-		return fmt.Errorf("recording the nodes about to be upgraded: %w", err)
+	if unwritten {
+		if err := c.writeRecord(ctx, r); err != nil {
+			return fmt.Errorf("recording the nodes about to be upgraded: %w", err)
+		}
 	}
 
 	logger := klog.FromContext(ctx)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -255,5 +257,48 @@ func TestExpectationsPreventOverDeletion(t *testing.T) {
 	f.sync()
 	if got := f.deletedPods(); len(got) != 2 {
 		t.Errorf("got %d pods deleted after the replacement became available, want 2", len(got))
+	}
+}
+
+// TestHeartbeatToDeletionWaitsForNoWrite: the node the next wave takes is
+// recorded ahead, so the sync that a freed budget starts deletes without
+// waiting for any write of the record: with every record write failing
+// from then on, the deletion still goes. A node not recorded ahead is not
+// deleted while its entry cannot be written.
+func TestHeartbeatToDeletionWaitsForNoWrite(t *testing.T) {
+	for _, ahead := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recorded ahead=%v", ahead), func(t *testing.T) {
+			f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(3))...)
+			f.sync()
+			if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0"}) {
+				t.Fatalf("got pods deleted %v, want [pod-0]", got)
+			}
+			r := f.c.existingTracker(testDSKey).record
+			if e := f.recordEntries()["node-1"]; e.State != entryInFlight || e.Since != nil || !r.written("node-1") {
+				t.Fatalf("got node-1's entry %+v, want written ahead, before its deletion", e)
+			}
+			if !ahead {
+				r.clear("node-1")
+				if err := f.c.writeRecord(f.ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, verb := range []string{"create", "patch"} {
+				f.client.PrependReactor(verb, "configmaps", func(core.Action) (bool, runtime.Object, error) {
+					return true, nil, errorString("etcd is down")
+				})
+			}
+			// node-0 settles and proves alive: the budget is free.
+			f.remove(newPod("pod-0", "node-0", oldHash))
+			f.update(newPod("pod-0-new", "node-0", newHash))
+			_ = f.syncErr() // the background writes fail
+			want := []string{"pod-0"}
+			if ahead {
+				want = append(want, "pod-1")
+			}
+			if got := f.deletedPods(); !slices.Equal(got, want) {
+				t.Errorf("got pods deleted %v, want %v", got, want)
+			}
+		})
 	}
 }

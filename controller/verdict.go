@@ -182,7 +182,7 @@ func (c *Controller) judgeNode(name string, np nodePods, in *judgeInput) nodeVer
 		delete(in.deleting, name) // the cache shows the deletion
 	}
 	fail := func(why string) nodeVerdict {
-		in.record.set(name, recordEntry{State: entryFailed, Reason: why, At: &metav1.Time{Time: in.now}})
+		in.record.setUrgent(name, recordEntry{State: entryFailed, Reason: why, At: &metav1.Time{Time: in.now}})
 		return nodeVerdict{state: nodeFailed, why: why}
 	}
 	deadline := in.cfg.deadline
@@ -252,7 +252,7 @@ func (c *Controller) judgeNode(name string, np nodePods, in *judgeInput) nodeVer
 		if !hasEntry && in.strategy == StrategyOTA && offeredTarget(np.terminating, in.target.hash) {
 			since, _ := sinceOf(recordEntry{}, np.terminating)
 			entry = recordEntry{State: entryInFlight, Pod: np.terminating.UID, Since: &metav1.Time{Time: since}}
-			in.record.set(name, entry)
+			in.record.setUrgent(name, entry)
 			hasEntry = true
 		}
 		if !hasEntry {
