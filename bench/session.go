@@ -72,7 +72,7 @@ func (s *session) setNodeHeartbeat(ctx context.Context, heartbeat time.Duration)
 		interval = "every " + heartbeat.String()
 	}
 	progress("node heartbeat: %s (restarting kwok-controller)", interval)
-	if err := s.cluster.SetNodeHeartbeat(ctx, heartbeat); err != nil {
+	if err := s.cluster.SetHeartbeat(ctx, localcluster.Heartbeat{Interval: heartbeat}); err != nil {
 		return err
 	}
 	s.heartbeat = heartbeat

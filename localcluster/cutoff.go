@@ -10,21 +10,29 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// CutOffLabel, set to "true" on a node, cuts it off: the node-cut-off stage
-// (stages/node-cut-off.yaml) stops its heartbeats and reports every condition
-// Unknown, as the node lifecycle controller does for a node that went silent;
-// the controller then taints it unreachable. Removing the label reconnects it.
-// It is a label rather than an API so that `make run` users can do the same
-// with kubectl.
+// CutOffLabel, set to "true" on a node, cuts it off. Without node Leases the
+// node-cut-off stage (stages/node-cut-off.yaml) stops its status heartbeats
+// and reports every condition Unknown within a second, as the node lifecycle
+// controller does for a node that went silent; that controller then taints
+// it unreachable. With node Leases kwok-controller forgets the node
+// altogether: its Lease is no longer renewed, and the node lifecycle
+// controller reports it Unknown after its grace period (see Heartbeat).
+// Removing the label reconnects it. It is a label rather than an API so that
+// `make run` users can do the same with kubectl.
 const CutOffLabel = "edgeota.io/cut-off"
 
 // CutOff cuts the node off from the cluster and waits until it is reported
-// Ready=Unknown.
+// Ready=Unknown: within a second without node Leases, after the node
+// lifecycle controller's grace period with them.
 func (c *Cluster) CutOff(ctx context.Context, node string) error {
 	if err := c.BeginCutOff(ctx, node); err != nil {
 		return err
 	}
-	return c.WaitNodeReady(ctx, node, corev1.ConditionUnknown)
+	timeout := nodeReadyTimeout
+	if c.heartbeat.Leases {
+		timeout += nodeMonitorGracePeriod
+	}
+	return c.waitNodeReady(ctx, node, corev1.ConditionUnknown, timeout)
 }
 
 // Reconnect undoes CutOff and waits until the node is Ready again.

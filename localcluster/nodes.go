@@ -55,8 +55,13 @@ func (c *Cluster) AddNodes(ctx context.Context, names ...string) error {
 
 // WaitNodeReady waits until the node's Ready condition has the given status.
 func (c *Cluster) WaitNodeReady(ctx context.Context, name string, want corev1.ConditionStatus) error {
+	return c.waitNodeReady(ctx, name, want, nodeReadyTimeout)
+}
+
+// waitNodeReady is WaitNodeReady within timeout.
+func (c *Cluster) waitNodeReady(ctx context.Context, name string, want corev1.ConditionStatus, timeout time.Duration) error {
 	var last corev1.ConditionStatus
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, nodeReadyTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -29,26 +29,37 @@ const (
 	apiServerReadyTimeout = 2 * time.Minute
 )
 
-// heartbeatPoll and heartbeatTimeout pace and bound SetNodeHeartbeat's wait
-// for every node to heartbeat again: a list of every node each second, and
-// a few of the slowest heartbeat periods (15 s) before giving up.
+// heartbeatPoll and heartbeatTimeout pace and bound SetHeartbeat's wait
+// for every node to heartbeat again: a list of every node (or Lease) each
+// second, and a few of the slowest heartbeat periods (15 s) before giving up.
 const (
 	heartbeatPoll    = time.Second
 	heartbeatTimeout = 2 * time.Minute
 )
 
-// SetNodeHeartbeat makes the nodes heartbeat every heartbeat to 1.5 ×
-// heartbeat from now on (0: every 10-15 s, as a kubelet), as
-// Options.NodeHeartbeat does at creation, for a run whose parts need
-// different intervals. KWOK reads its stages only at start, so this rewrites
-// the node-heartbeat stage in kwok-controller's configuration and restarts
-// kwok-controller (StopComponent); the other components, the nodes and the
-// pods are untouched. It returns once every node that is not cut off has
-// heartbeat from the restarted kwok-controller, so that its first list of
-// the nodes and pods is over before the caller measures anything.
-func (c *Cluster) SetNodeHeartbeat(ctx context.Context, heartbeat time.Duration) error {
+// SetHeartbeat makes the nodes heartbeat as heartbeat says from now on, as
+// Options.NodeLeases and Options.NodeHeartbeat do at creation, for a run
+// whose parts need different heartbeats. KWOK reads its stages and flags
+// only at start, so this rewrites the node-heartbeat stage in
+// kwok-controller's configuration and restarts kwok-controller
+// (StopComponent) with the heartbeat's flags; the other components, the
+// nodes and the pods are untouched.
+//
+// Leaving Leases (for status heartbeats, or for Leases again under a new
+// kwok-controller) deletes every node Lease while kwok-controller is down:
+// a stale Lease must not read as a node's last heartbeat, and a restarted
+// kwok-controller, with an identity of its own, would wait out its
+// predecessor's Leases (40 s) before renewing them, long enough for the node
+// lifecycle controller to give up on every node. It returns once every node
+// that is not cut off has heartbeat from the restarted kwok-controller, so
+// that its first list of the nodes and pods is over before the caller
+// measures anything.
+func (c *Cluster) SetHeartbeat(ctx context.Context, heartbeat Heartbeat) error {
 	if heartbeat == c.heartbeat {
 		return nil
+	}
+	if err := heartbeat.Validate(); err != nil {
+		return err
 	}
 	config := filepath.Join(c.WorkDir(), "kwok.yaml")
 	data, err := os.ReadFile(config)
@@ -58,12 +69,17 @@ func (c *Cluster) SetNodeHeartbeat(ctx context.Context, heartbeat time.Duration)
 	if data, err = withHeartbeat(data, heartbeat); err != nil {
 		return fmt.Errorf("%s: %w", config, err)
 	}
-	start, err := c.StopComponent(ctx, "kwok-controller")
+	start, err := c.stopComponent(ctx, "kwok-controller", func(argv []string) []string { return withKwokFlags(argv, heartbeat) })
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(config, data, 0o640); err != nil {
 		return fmt.Errorf("writing kwok-controller's configuration: %w", err)
+	}
+	if c.heartbeat.Leases {
+		if err := c.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return fmt.Errorf("deleting the node Leases: %w", err)
+		}
 	}
 	// Heartbeat times are whole seconds: one sent by the new kwok-controller
 	// reads after this.
@@ -79,7 +95,7 @@ func (c *Cluster) SetNodeHeartbeat(ctx context.Context, heartbeat time.Duration)
 }
 
 // waitHeartbeats waits until every node that is not cut off has heartbeat
-// after since.
+// after since: renewed its Lease with Leases, written its status without.
 func (c *Cluster) waitHeartbeats(ctx context.Context, since time.Time) error {
 	var stale int
 	err := wait.PollUntilContextTimeout(ctx, heartbeatPoll, heartbeatTimeout, false, func(ctx context.Context) (bool, error) {
@@ -87,9 +103,28 @@ func (c *Cluster) waitHeartbeats(ctx context.Context, since time.Time) error {
 		if err != nil {
 			return false, err
 		}
+		beat := func(node *corev1.Node) time.Time {
+			if cond := health.NodeCondition(node, corev1.NodeReady); cond != nil {
+				return cond.LastHeartbeatTime.Time
+			}
+			return time.Time{}
+		}
+		if c.heartbeat.Leases {
+			leases, err := c.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			renewed := map[string]time.Time{}
+			for _, l := range leases.Items {
+				if l.Spec.RenewTime != nil {
+					renewed[l.Name] = l.Spec.RenewTime.Time
+				}
+			}
+			beat = func(node *corev1.Node) time.Time { return renewed[node.Name] }
+		}
 		stale = 0
 		for i := range nodes.Items {
-			if cond := health.NodeCondition(&nodes.Items[i], corev1.NodeReady); cond == nil || !cond.LastHeartbeatTime.After(since) {
+			if !beat(&nodes.Items[i]).After(since) {
 				stale++
 			}
 		}
@@ -141,6 +176,12 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) (tim
 // Delete looks for it. start returns the new PID; it does not wait for the
 // component to serve.
 func (c *Cluster) StopComponent(ctx context.Context, component string) (start func() (int, error), err error) {
+	return c.stopComponent(ctx, component, nil)
+}
+
+// stopComponent is StopComponent with the command line edited for the
+// restart, unless edit is nil.
+func (c *Cluster) stopComponent(ctx context.Context, component string, edit func(argv []string) []string) (start func() (int, error), err error) {
 	pid, err := c.pid(component)
 	if err != nil {
 		return nil, err
@@ -148,6 +189,9 @@ func (c *Cluster) StopComponent(ctx context.Context, component string) (start fu
 	argv, env, dir, err := commandOf(pid)
 	if err != nil {
 		return nil, fmt.Errorf("reading how %s was started: %w", component, err)
+	}
+	if edit != nil {
+		argv = edit(argv)
 	}
 	if err := stopPid(ctx, pid, componentStopGrace); err != nil {
 		return nil, fmt.Errorf("stopping %s: %w", component, err)
