@@ -46,23 +46,24 @@ func (c *Cluster) Reconnect(ctx context.Context, node string) error {
 // BeginCutOff labels the node cut off without waiting for it to be reported
 // Ready=Unknown: to cut many nodes off at once and wait for them together.
 func (c *Cluster) BeginCutOff(ctx context.Context, node string) error {
-	return c.labelNode(ctx, node, "true")
+	return c.setLabel(ctx, node, CutOffLabel, "true")
 }
 
 // BeginReconnect removes the cut-off label without waiting for the node to
 // be Ready again.
 func (c *Cluster) BeginReconnect(ctx context.Context, node string) error {
-	return c.labelNode(ctx, node, nil)
+	return c.setLabel(ctx, node, CutOffLabel, nil)
 }
 
-// labelNode sets CutOffLabel to value, or removes it when value is nil.
-func (c *Cluster) labelNode(ctx context.Context, node string, value any) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{CutOffLabel: value}}})
+// setLabel sets the node's label key to value, or removes it when value is
+// nil.
+func (c *Cluster) setLabel(ctx context.Context, node, key string, value any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: value}}})
 	if err != nil {
 		return fmt.Errorf("encoding the label patch: %w", err)
 	}
 	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("setting label %s=%v on node %s: %w", CutOffLabel, value, node, err)
+		return fmt.Errorf("setting label %s=%v on node %s: %w", key, value, node, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,7 +24,10 @@ import (
 // unreachable and marks its pods not Ready, as for a real node gone silent.
 // Reconnected, the node is managed again: its Lease is renewed, the
 // node-initialize stage reports it Ready and pod-ready-again reports its
-// running pods Ready again.
+// running pods Ready again. kwok-controller takes the nodes up one by one,
+// spread over a renewal interval (joinLeases), so that their Leases renew in
+// phases spread over the interval as kubelets started at different times
+// do, not all in the same second.
 //
 // Without Leases the Node status is the only heartbeat, every Interval; a
 // cut-off node's status stops and the node-cut-off stage reports it
@@ -110,17 +114,17 @@ func (h Heartbeat) statusDelay() (minimum, maximum time.Duration) {
 
 // kwokFlags are kwok-controller's flags for the heartbeat: Leases or none,
 // and which nodes it manages. With Leases it manages only the nodes that are
-// not cut off, so that it stops renewing a cut-off node's Lease: it renews
-// the Lease of every node it manages, whatever the node's labels say, but
-// forgets a node that leaves its label selector (the API server's watch
-// reports such a node deleted). Without Leases it manages every node, and
-// the node-cut-off stage silences a cut-off one.
+// not cut off (nor joining yet), so that it stops renewing a cut-off node's
+// Lease: it renews the Lease of every node it manages, whatever the node's
+// labels say, but forgets a node that leaves its label selector (the API
+// server's watch reports such a node deleted). Without Leases it manages
+// every node, and the node-cut-off stage silences a cut-off one.
 func (h Heartbeat) kwokFlags() []flag {
 	if h.Leases {
 		return []flag{
 			{"node-lease-duration-seconds", fmt.Sprint(int(nodeLeaseDuration.Seconds())), true},
 			{"manage-all-nodes", "false", true},
-			{"manage-nodes-with-label-selector", CutOffLabel + "!=true", false},
+			{"manage-nodes-with-label-selector", CutOffLabel + "!=true," + joiningLabel + "!=true", false},
 		}
 	}
 	return []flag{{"node-lease-duration-seconds", "0", true}, {"manage-all-nodes", "true", true}}
@@ -164,4 +168,34 @@ func withKwokFlags(argv []string, h Heartbeat) []string {
 		out = append(out, "--"+f.name+"="+f.value)
 	}
 	return out
+}
+
+// joiningLabel, set to "true" on a node, keeps kwok-controller from taking it
+// up with Leases until joinLeases removes it.
+const joiningLabel = "localcluster.edgeota.io/joining"
+
+// joinParallelism bounds the label patches in flight when every node is
+// labelled joining at once.
+const joinParallelism = 16
+
+// joinLeases lets kwok-controller take the nodes up with Leases one by one,
+// removing their joiningLabel evenly over a renewal interval (or longer, if
+// the patches take longer): kwok-controller renews a Lease every interval
+// from when it took its node up, so nodes taken up together would renew
+// together, the whole fleet in the same second every 10 s, where kubelets
+// started at different times renew in phases spread over the interval.
+func (c *Cluster) joinLeases(ctx context.Context, names []string) error {
+	start := time.Now()
+	for i, name := range names {
+		at := start.Add(leaseRenewInterval * time.Duration(i) / time.Duration(len(names)))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(at)):
+		}
+		if err := c.setLabel(ctx, name, joiningLabel, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/health"
 )
@@ -45,15 +46,15 @@ const (
 // (StopComponent) with the heartbeat's flags; the other components, the
 // nodes and the pods are untouched.
 //
-// Leaving Leases (for status heartbeats, or for Leases again under a new
-// kwok-controller) deletes every node Lease while kwok-controller is down:
-// a stale Lease must not read as a node's last heartbeat, and a restarted
-// kwok-controller, with an identity of its own, would wait out its
-// predecessor's Leases (40 s) before renewing them, long enough for the node
-// lifecycle controller to give up on every node. It returns once every node
-// that is not cut off has heartbeat from the restarted kwok-controller, so
-// that its first list of the nodes and pods is over before the caller
-// measures anything.
+// Leaving Leases deletes every node Lease while kwok-controller is down: a
+// stale Lease must not read as a node's last heartbeat (and a
+// kwok-controller restarted with Leases, an identity of its own, would wait
+// out its predecessor's Leases, 40 s, long enough for the node lifecycle
+// controller to give up on every node). Taking Leases up, the nodes join
+// one by one over a renewal interval (joinLeases). It returns once every
+// node that is not cut off has heartbeat from the restarted
+// kwok-controller, so that its first list of the nodes and pods is over
+// before the caller measures anything.
 func (c *Cluster) SetHeartbeat(ctx context.Context, heartbeat Heartbeat) error {
 	if heartbeat == c.heartbeat {
 		return nil
@@ -81,6 +82,12 @@ func (c *Cluster) SetHeartbeat(ctx context.Context, heartbeat Heartbeat) error {
 			return fmt.Errorf("deleting the node Leases: %w", err)
 		}
 	}
+	var joining []string
+	if heartbeat.Leases {
+		if joining, err = c.holdBackFromLeases(ctx); err != nil {
+			return err
+		}
+	}
 	// Heartbeat times are whole seconds: one sent by the new kwok-controller
 	// reads after this.
 	restarted := time.Now().Truncate(time.Second)
@@ -91,7 +98,27 @@ func (c *Cluster) SetHeartbeat(ctx context.Context, heartbeat Heartbeat) error {
 	if err := c.waitComponents(ctx); err != nil {
 		return err
 	}
+	if err := c.joinLeases(ctx, joining); err != nil {
+		return err
+	}
 	return c.waitHeartbeats(ctx, restarted)
+}
+
+// holdBackFromLeases labels every node that is not cut off joining, so that
+// a kwok-controller started with Leases takes none of them up until
+// joinLeases, and returns their names.
+func (c *Cluster) holdBackFromLeases(ctx context.Context) ([]string, error) {
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: CutOffLabel + "!=true"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes: %w", err)
+	}
+	names := make([]string, len(nodes.Items))
+	for i := range nodes.Items {
+		names[i] = nodes.Items[i].Name
+	}
+	errs := make([]error, len(names))
+	workqueue.ParallelizeUntil(ctx, joinParallelism, len(names), func(i int) { errs[i] = c.setLabel(ctx, names[i], joiningLabel, "true") })
+	return names, errors.Join(errs...)
 }
 
 // waitHeartbeats waits until every node that is not cut off has heartbeat

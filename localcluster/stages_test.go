@@ -170,7 +170,7 @@ func TestConfigHeartbeat(t *testing.T) {
 		{Heartbeat{}, 10000, 15000, statusFlags, 15 * time.Second},
 		{Heartbeat{Interval: 2 * time.Second}, 2000, 3000, statusFlags, 3 * time.Second},
 		{Heartbeat{Leases: true}, 300000, 310000, []string{
-			"node-lease-duration-seconds=40!", "manage-all-nodes=false!", "manage-nodes-with-label-selector=" + CutOffLabel + "!=true",
+			"node-lease-duration-seconds=40!", "manage-all-nodes=false!", "manage-nodes-with-label-selector=" + CutOffLabel + "!=true," + joiningLabel + "!=true",
 		}, 10400 * time.Millisecond},
 	} {
 		docs := configDocs(t, readConfig(t, tc.heartbeat))
@@ -246,7 +246,7 @@ func TestWithKwokFlags(t *testing.T) {
 		"--node-lease-duration-seconds=0", "--manage-all-nodes=true", "--config=/c"}
 	leases := withKwokFlags(kwokctl, Heartbeat{Leases: true})
 	want := []string{"/bin/kwok", "--kubeconfig=/k", "--config=/c",
-		"--node-lease-duration-seconds=40", "--manage-all-nodes=false", "--manage-nodes-with-label-selector=" + CutOffLabel + "!=true"}
+		"--node-lease-duration-seconds=40", "--manage-all-nodes=false", "--manage-nodes-with-label-selector=" + CutOffLabel + "!=true," + joiningLabel + "!=true"}
 	if !slices.Equal(leases, want) {
 		t.Errorf("to Leases: got %q, want %q", leases, want)
 	}
