@@ -174,7 +174,8 @@ run: tools build
 ## bench: rollout, marking and node-API figures beside their baselines, on
 ## the local cluster; writes bench/results/latest.md. BENCH_NODES (500),
 ## BENCH_SECONDS (5 per load level), BENCH_PAIRS (3), BENCH_UPGRADES (20),
-## BENCH_SCENARIOS (all; e.g. rollout,nodeapi).
+## BENCH_SCENARIOS (all; e.g. rollout,nodeapi), BENCH_HEARTBEAT (2s, or
+## lease), BENCH_ATREST_SECONDS (60), BENCH_ATREST_TIMED (0); bench/README.md.
 bench: tools build
 	$(GO) run ./bench
 

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
@@ -22,7 +19,7 @@ import (
 // change; the Ready nodes' rollout is compared with the rollout scenario's
 // all-Ready one, then the cut nodes come back at once and each one's upgrade
 // is timed from its return. It heartbeats as the rollout it compares with.
-var cutoffScenario = scenario{name: "cutoff", needs: []string{rolloutScenario.name}, nodeHeartbeat: rolloutScenario.nodeHeartbeat, run: runCutOff}
+var cutoffScenario = scenario{name: "cutoff", needs: []string{rolloutScenario.name}, heartbeat: rolloutHeartbeat, run: runCutOff}
 
 // Its targets: the Ready 80% done in about 80% of the all-Ready time (the
 // budget still counts all N), and a returning node's old pod deleted within
@@ -95,7 +92,8 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	// The last wave is still in flight until its nodes' heartbeats prove
 	// them alive, and holds the budget meanwhile: reconnecting now would
 	// time that wait, not the controller's reaction to a returning node.
-	if err := waitSettled(ctx, s, cutoffNamespace, "ota", len(ready)); err != nil {
+	settled := func(st controller.RolloutStatus) bool { return st.Updated >= len(ready) && st.InFlight == 0 }
+	if err := waitRolloutStatus(ctx, client, cutoffNamespace, "ota", fmt.Sprintf("%d settled nodes", len(ready)), settled); err != nil {
 		return f, err
 	}
 	if err := reconnect(ctx, s, &f, pods, nodes, cut); err != nil {
@@ -105,25 +103,6 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 		return f, err
 	}
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, cutoffNamespace))
-}
-
-// waitSettled waits until the controller's rollout status of DaemonSet ns/ds
-// shows n nodes updated and none in flight.
-func waitSettled(ctx context.Context, s *session, ns, ds string, n int) error {
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleTimeout, true, func(ctx context.Context) (bool, error) {
-		got, err := s.cluster.Client.AppsV1().DaemonSets(ns).Get(ctx, ds, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = got.Annotations[controller.RolloutStatusAnnotation]
-		var st controller.RolloutStatus
-		return json.Unmarshal([]byte(last), &st) == nil && st.Updated >= n && st.InFlight == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for %d settled nodes in the rollout status of DaemonSet %s/%s (last: %s): %w", n, ns, ds, last, err)
-	}
-	return nil
 }
 
 // reconnect brings the cut nodes back at once and records, per node, the

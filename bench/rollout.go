@@ -7,17 +7,22 @@ import (
 	"slices"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 // rolloutScenario: a DaemonSet image change on N nodes with 10% unavailability
 // allowed, ota-controller's AdvancedRollingUpdate against the native
 // controller's RollingUpdate, in alternating pairs, with the nodes
-// heartbeating every nodeHeartbeat (the failure brake waits for one after
-// each new pod settles).
-var rolloutScenario = scenario{name: "rollout", nodeHeartbeat: nodeHeartbeat, run: runRollout}
+// heartbeating as BENCH_HEARTBEAT says (the failure brake waits for one
+// heartbeat after each new pod settles).
+var rolloutScenario = scenario{name: "rollout", heartbeat: rolloutHeartbeat, run: runRollout}
+
+// rolloutHeartbeat is how the nodes heartbeat in the rollout scenarios.
+func rolloutHeartbeat(p params) localcluster.Heartbeat { return p.rolloutHeartbeat }
 
 // Its targets: as fast as the native controller within noise once the
 // heartbeats the failure brake waits for are taken out (and at most one
@@ -35,15 +40,15 @@ const (
 const settleCPU = 500 * time.Millisecond
 
 // idleCPUWindow is how long the controller's CPU is sampled with nothing to
-// roll out: the cost of watching N nodes heartbeat every nodeHeartbeat (a
-// node status write each, five times a kubelet's rate), which the rollout's
-// own cost is given net of.
+// roll out: the cost of watching N nodes heartbeat (by default a node
+// status write each every 2-3 s, five times a kubelet's rate), which the
+// rollout's own cost is given net of.
 const idleCPUWindow = 10 * time.Second
 
 // idleSettle is how long after the last rollout the idle sample starts: two
 // heartbeat periods, by which every node has proven itself and the
 // controller has nothing left to do.
-const idleSettle = 2 * heartbeatPeriod
+func idleSettle(p params) time.Duration { return 2 * p.rolloutHeartbeat.Period() }
 
 // rollout is one timed image change.
 type rollout struct {
@@ -83,11 +88,11 @@ func runRollout(ctx context.Context, s *session, found *findings) (table, error)
 func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	var f rolloutFigures
 	client := s.cluster.Client
-	nodes, err := watchNodes(ctx, client)
+	beats, err := watchHeartbeats(ctx, s)
 	if err != nil {
 		return f, err
 	}
-	defer nodes.close()
+	defer beats.close()
 	watches := map[string]*view[*corev1.Pod]{}
 	for name, strategy := range map[string]string{"ota": advancedRollingUpdate, "native": ""} {
 		w, err := deploy(ctx, client, rolloutNamespace, daemonSet(name, strategy, nil), s.nodes())
@@ -104,13 +109,13 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	}
 	for i := 1; i <= s.p.pairs; i++ {
 		a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
-			return rollOutRecorded(ctx, s, watches["ota"], nodes, "ota", image(i), true)
+			return rollOutRecorded(ctx, s, watches["ota"], beats, "ota", image(i), true)
 		})
 		if err != nil {
 			return f, err
 		}
 		a.cpu = cpu
-		b, err := rollOutRecorded(ctx, s, watches["native"], nodes, "native", image(i), false)
+		b, err := rollOutRecorded(ctx, s, watches["native"], beats, "native", image(i), false)
 		if err != nil {
 			return f, err
 		}
@@ -121,7 +126,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	// The idle cost is sampled once every rollout is over and every node
 	// settled: right after the controller starts, its initial lists and
 	// syncs would count as idle.
-	time.Sleep(idleSettle)
+	time.Sleep(idleSettle(s.p))
 	idleRate, err := idleCPURate(ctrl)
 	if err != nil {
 		return f, err
@@ -189,18 +194,65 @@ func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, i
 	return r, err
 }
 
+// heartbeatViews watch what the nodes heartbeat with: their status, and
+// their Leases when they have some.
+type heartbeatViews struct {
+	nodes  *view[*corev1.Node]
+	leases *view[*coordinationv1.Lease] // nil without node Leases
+}
+
+// watchHeartbeats watches the nodes, and their Leases when the rollout
+// scenarios' nodes have some.
+func watchHeartbeats(ctx context.Context, s *session) (heartbeatViews, error) {
+	var v heartbeatViews
+	var err error
+	if v.nodes, err = watchNodes(ctx, s.cluster.Client); err != nil {
+		return v, err
+	}
+	if s.p.rolloutHeartbeat.Leases {
+		if v.leases, err = watchLeases(ctx, s.cluster.Client); err != nil {
+			v.nodes.close()
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+// observe hands the heartbeats to rec until observe(nil).
+func (v heartbeatViews) observe(rec *flightRecorder) {
+	if rec == nil {
+		v.nodes.observe(nil)
+		if v.leases != nil {
+			v.leases.observe(nil)
+		}
+		return
+	}
+	v.nodes.observe(rec.node)
+	if v.leases != nil {
+		v.leases.observe(rec.lease)
+	}
+}
+
+// close stops the watches.
+func (v heartbeatViews) close() {
+	v.nodes.close()
+	if v.leases != nil {
+		v.leases.close()
+	}
+}
+
 // rollOutRecorded is rollOut of DaemonSet ds of the rollout namespace on every
-// node, recording the pod and node events to analyze its waves; proofOfLife
-// says whether a node stays in flight until a heartbeat after its new pod
-// settles (ota-controller's failure brake).
-func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes *view[*corev1.Node], ds, img string, proofOfLife bool) (rollout, error) {
+// node, recording the pod and heartbeat events to analyze its waves;
+// proofOfLife says whether a node stays in flight until a heartbeat after its
+// new pod settles (ota-controller's failure brake).
+func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], beats heartbeatViews, ds, img string, proofOfLife bool) (rollout, error) {
 	rec := newFlightRecorder(img)
 	pods.observe(rec.pod)
-	nodes.observe(rec.node)
+	beats.observe(rec)
 	start := time.Now()
 	r, err := rollOut(ctx, s, pods, rolloutNamespace, ds, img, s.nodes())
 	pods.observe(nil)
-	nodes.observe(nil)
+	beats.observe(nil)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	r.waves = analyzeWaves(start, rec.events, proofOfLife)
@@ -236,7 +288,8 @@ func rolloutTable(p params, f rolloutFigures) table {
 	hbWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.heartbeatWait(p.budget()) }))
 	nodeWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.meanProofWait() }))
 	waves := measure.Median(pick(f.ota, func(r rollout) int { return r.waves.waves(p.budget()) }))
-	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*heartbeatPeriod
+	period := p.rolloutHeartbeat.Period()
+	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*period
 	otaFree, nativeFree := freeToDelete(f.ota), freeToDelete(f.native)
 	otaP99 := measure.Percentile(otaFree, 0.99)
 	unavailable := func(r rollout) int { return r.maxUnavailable }
@@ -248,7 +301,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 		rows: []row{
 			{fmt.Sprintf("wall time until every pod runs the new image (median of %d)", len(ota)),
 				seconds(measure.Median(ota)), seconds(measure.Median(native)), times(r),
-				fmt.Sprintf("≤ %s (1.05× native + %d waves × %s)", seconds(allowance), waves, heartbeatPeriod), verdict(measure.Median(ota) <= allowance)},
+				fmt.Sprintf("≤ %s (1.05× native + %d waves × %s)", seconds(allowance), waves, period), verdict(measure.Median(ota) <= allowance)},
 			{fmt.Sprintf("of which waiting for heartbeats (median): %d waves but the last × %s per node", waves, millis(nodeWait)), seconds(hbWait), "", "", "", ""},
 			{"wall time without the heartbeat waits (median)", seconds(measure.Median(withoutHeartbeats)), seconds(measure.Median(native)), times(rNoHB),
 				"≤ " + times(rolloutRatioTarget), verdict(rNoHB <= rolloutRatioTarget)},
@@ -267,8 +320,8 @@ func rolloutTable(p params, f rolloutFigures) table {
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			"budget freed → next deletion runs from the bench's watch seeing the heartbeat (native: the pod Ready) to its watch seeing the next deletion, so it includes the API server's delivery of both and the DELETE's round trip; the controller's own reaction is timed in its log (-v=4): from the handler that takes a settling heartbeat to the deletion it sends next",
-			fmt.Sprintf("nodes heartbeat every %s–%s (the failure brake's proof of life waits for one after each new pod settles); "+
-				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", nodeHeartbeat, heartbeatPeriod),
+			fmt.Sprintf("nodes heartbeat: %s, at most %s apart (the failure brake's proof of life waits for one after each new pod settles); "+
+				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", p.rolloutHeartbeat, period),
 		},
 	}
 }

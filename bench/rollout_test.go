@@ -3,10 +3,12 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
-	p := params{nodes: 100}
+	p := params{nodes: 100, rolloutHeartbeat: localcluster.Heartbeat{Interval: nodeHeartbeat}}
 	f := rolloutFigures{
 		ota: []rollout{{wall: 2 * time.Second, maxUnavailable: 10, cpu: 300 * time.Millisecond, idleCPU: 150 * time.Millisecond},
 			{wall: 9 * time.Second, maxUnavailable: 11, cpu: 400 * time.Millisecond, idleCPU: 100 * time.Millisecond},
@@ -37,7 +39,7 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 }
 
 func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testing.T) {
-	p := params{nodes: 100}
+	p := params{nodes: 100, rolloutHeartbeat: localcluster.Heartbeat{Interval: nodeHeartbeat}}
 	hb := func(wall, wait time.Duration, free ...time.Duration) rollout {
 		// 100 nodes each waiting wait / 9 for a heartbeat: the first 9 of
 		// 10 waves of a budget of 10 spend wait on heartbeats within the
