@@ -57,6 +57,9 @@ type rollout struct {
 	cpu            time.Duration // controller CPU time, for ota-controller runs
 	idleCPU        time.Duration // of which the cost of watching idle nodes for as long
 	waves          waveFigures   // its pacing, from the pod and node watches
+	// apiWrites are the API server's writes during the rollout, every
+	// client's, by resource (measure.Metrics.WritesByResource).
+	apiWrites map[string]float64
 }
 
 // rolloutFigures are the rollout scenario's results.
@@ -108,14 +111,19 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		return f, err
 	}
 	for i := 1; i <= s.p.pairs; i++ {
-		a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
-			return rollOutRecorded(ctx, s, watches["ota"], beats, "ota", image(i), true)
+		a, err := countingWrites(ctx, s, func() (rollout, error) {
+			a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
+				return rollOutRecorded(ctx, s, watches["ota"], beats, "ota", image(i), true)
+			})
+			a.cpu = cpu
+			return a, err
 		})
 		if err != nil {
 			return f, err
 		}
-		a.cpu = cpu
-		b, err := rollOutRecorded(ctx, s, watches["native"], beats, "native", image(i), false)
+		b, err := countingWrites(ctx, s, func() (rollout, error) {
+			return rollOutRecorded(ctx, s, watches["native"], beats, "native", image(i), false)
+		})
 		if err != nil {
 			return f, err
 		}
@@ -143,6 +151,40 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	}
 	f.reaction = measure.Sorted(reaction)
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, rolloutNamespace))
+}
+
+// countingWrites runs a rollout and records the API server's writes during
+// it, from its request counters read before and after.
+func countingWrites(ctx context.Context, s *session, run func() (rollout, error)) (rollout, error) {
+	before, err := measure.ScrapeAPIServerMetrics(ctx, s.cluster.Client)
+	if err != nil {
+		return rollout{}, err
+	}
+	r, err := run()
+	if err != nil {
+		return r, err
+	}
+	after, err := measure.ScrapeAPIServerMetrics(ctx, s.cluster.Client)
+	r.apiWrites = measure.Delta(after.WritesByResource(), before.WritesByResource())
+	return r, err
+}
+
+// heartbeatResources are the resources the nodes' heartbeats write.
+var heartbeatResources = []string{"nodes", "leases"}
+
+// writesPerNode says what the runs wrote through the API server per node
+// and rollout, on average: pods, the heartbeats, and everything else.
+func writesPerNode(p params, runs []rollout) string {
+	var pods, heartbeats, other float64
+	for _, r := range runs {
+		pods += r.apiWrites["pods"]
+		for _, res := range heartbeatResources {
+			heartbeats += r.apiWrites[res]
+		}
+		other += sumExcept(r.apiWrites, append([]string{"pods"}, heartbeatResources...))
+	}
+	per := float64(p.nodes * len(runs))
+	return fmt.Sprintf("pods %.2f, heartbeats %.2f, other %.2f", pods/per, heartbeats/per, other/per)
 }
 
 // idleCPURate is the controller's CPU time per second of wall time while it
@@ -315,11 +357,13 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{"controller CPU per rollout (median)", seconds(cpu), "", "", "", ""},
 			{"… net of watching the idle nodes for as long (median)", seconds(netCPU), "", "", fmt.Sprintf("≤ %.2f s (1 s at 500 nodes)", cpuTarget), verdict(netCPU.Seconds() <= cpuTarget)},
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
 		},
 		notes: []string{
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			"budget freed → next deletion runs from the bench's watch seeing the heartbeat (native: the pod Ready) to its watch seeing the next deletion, so it includes the API server's delivery of both and the DELETE's round trip; the controller's own reaction is timed in its log (-v=4): from the handler that takes a settling heartbeat to the deletion it sends next",
+			"API server writes: apiserver_request_total's POST, PUT, PATCH, APPLY and DELETE during each rollout (edgeota's and the 0.5 s after it), every client's, per node: pods (deletions, the native controller's creations, bindings, status reports, conditions), heartbeats (the nodes' status or Leases for as long as the rollout lasts), other (DaemonSet status and annotations, events, ControllerRevisions)",
 			fmt.Sprintf("nodes heartbeat: %s, at most %s apart (the failure brake's proof of life waits for one after each new pod settles); "+
 				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", p.rolloutHeartbeat, period),
 		},

@@ -36,6 +36,13 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 	if got := rowNamed(t, tb, "… net of watching"); got.edgeota != "0.15 s" || got.target != "≤ 0.20 s (1 s at 500 nodes)" || got.met != "met" {
 		t.Errorf("net CPU at 100 nodes: got %+v, want 0.15 s, met against a target scaled to 0.20 s", got)
 	}
+	// Per node and rollout over the runs: (300 + 0) pods, (150 + 30 + 120)
+	// heartbeats, (6 + 0 + 9) other, over 3 runs of 100 nodes.
+	f.ota[0].apiWrites = map[string]float64{"pods": 300, "nodes": 150, "leases": 30, "daemonsets": 6}
+	f.ota[2].apiWrites = map[string]float64{"nodes": 120, "events": 9}
+	if got := rowNamed(t, rolloutTable(p, f), "API server writes"); got.edgeota != "pods 1.00, heartbeats 1.00, other 0.05" || got.baseline != "pods 0.00, heartbeats 0.00, other 0.00" {
+		t.Errorf("writes: got %+v", got)
+	}
 }
 
 func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testing.T) {
