@@ -216,12 +216,13 @@ func measureCPU[T any](ctrl *child, run func() (T, error)) (T, time.Duration, er
 	return r, after - before, err
 }
 
-// rollOut sets the DaemonSet's image and waits until every node of done is up
-// to date with it, sampling at every event and every 100 ms how many of all
-// the nodes have no available pod.
+// rollOut sets the DaemonSet's image and waits until every node of done (the
+// Ready nodes) is up to date with it, sampling at every event and every
+// 100 ms how many of them have no available pod: a cut-off node counts
+// against no budget (with node Leases the node lifecycle controller marks
+// its pod not Ready).
 func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, img string, done []string) (rollout, error) {
 	var r rollout
-	all := s.nodes()
 	start := time.Now()
 	if err := setImage(ctx, s.cluster.Client, ns, ds, img); err != nil {
 		return r, err
@@ -229,7 +230,7 @@ func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, i
 	err := pods.until(ctx, settleTimeout, fmt.Sprintf("DaemonSet %s/%s to run %s on %d nodes", ns, ds, img, len(done)),
 		func(now time.Time, items map[string]*corev1.Pod) bool {
 			byNode := podsByNode(items)
-			r.maxUnavailable = max(r.maxUnavailable, unavailable(byNode, all))
+			r.maxUnavailable = max(r.maxUnavailable, unavailable(byNode, done))
 			r.wall = now.Sub(start)
 			return allUpToDate(byNode, done, img)
 		})
