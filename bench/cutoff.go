@@ -181,6 +181,14 @@ func forEachNode(ctx context.Context, names []string, do func(ctx context.Contex
 	return errors.Join(errs...)
 }
 
+// cutOffHow says how a node is cut off with the rollout scenarios' heartbeat.
+func cutOffHow(p params) string {
+	if p.rolloutHeartbeat.Leases {
+		return "kwok-controller stops renewing the nodes' Leases and the node lifecycle controller reports them Unknown after its grace period, marking their pods not Ready"
+	}
+	return "the KWOK stage reports the nodes' conditions Unknown"
+}
+
 // cutoffTable compares the Ready nodes' rollout with allReady, the rollout
 // scenario's median on all-Ready nodes.
 func cutoffTable(p params, f cutoffFigures, allReady time.Duration) table {
@@ -203,7 +211,7 @@ func cutoffTable(p params, f cutoffFigures, allReady time.Duration) table {
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
 		},
 		notes: []string{
-			"Cut-off: the KWOK stage reports the nodes' conditions Unknown; all come back at once. Times per returning node run from the node watch's first Ready=True to the pod watch's first event showing the old pod terminating or gone (and the new one Ready).",
+			"Cut-off: " + cutOffHow(p) + "; all come back at once. Times per returning node run from the node watch's first Ready=True to the pod watch's first event showing the old pod terminating or gone (and the new one Ready).",
 			fmt.Sprintf("%d nodes return at once against a budget of %d: beyond the first %d, a node's old pod must wait for earlier replacements to be Ready, so the overall max includes that wait; the first wave's max is the controller's own reaction.", f.cut, p.budget(), p.budget()),
 		},
 	}
