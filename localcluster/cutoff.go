@@ -16,8 +16,10 @@ import (
 // controller does for a node that went silent; that controller then taints
 // it unreachable. With node Leases kwok-controller forgets the node
 // altogether: its Lease is no longer renewed, and the node lifecycle
-// controller reports it Unknown after its grace period (see Heartbeat).
-// Removing the label reconnects it. It is a label rather than an API so that
+// controller reports it Unknown after its grace period (see Heartbeat): a
+// real node's silence, but 40 s slower, so tests that cut nodes off to see
+// what the controller does run on status heartbeats, and the Lease mode's
+// cut-off has a test of its own. Removing the label reconnects it. It is a label rather than an API so that
 // `make run` users can do the same with kubectl.
 const CutOffLabel = "edgeota.io/cut-off"
 
