@@ -28,7 +28,7 @@ import (
 // that does nothing (CPU, memory) over BENCH_ATREST_SECONDS, on which of its
 // informers, and what the API server saw change meanwhile.
 // BENCH_ATREST_TIMED=1 first sets up what issue 19's verdicts, which change
-// with the clock, will read (see atRestTimed).
+// with the clock, read (see params.atRestTimed).
 var atRestScenario = scenario{name: "atrest", heartbeat: kubeletHeartbeat, run: runAtRest}
 
 // kubeletHeartbeat is node Leases, as kubelets heartbeat with their defaults.
@@ -56,19 +56,17 @@ var atRestDaemonSets = []atRestDaemonSet{
 // starts, on a machine the cluster alone keeps busy.
 const atRestDeployTimeout = 20 * time.Minute
 
-// What BENCH_ATREST_TIMED=1 sets up, as issue 19 specifies it; the
-// controller reads none of it yet, so the keys are spelled here until it
-// defines them.
+// What BENCH_ATREST_TIMED=1 sets up, as issue 19 specifies it.
 const (
-	// maintenanceWindowAnnotation, on every DaemonSet: when its nodes may
-	// be upgraded, in their local time.
-	maintenanceWindowAnnotation = "edgeota.io/maintenance-window"
-	maintenanceWindow           = "Mon-Sun 02:00-04:00"
-	// upgradeDeadlineAnnotation, on the OTA DaemonSets, whose pods all hold
-	// an offer not taken: when the controller carries an offer out itself.
-	// A day, so that none falls due while the scenario measures.
-	upgradeDeadlineAnnotation = "edgeota.io/upgrade-deadline-seconds"
-	upgradeDeadline           = 24 * time.Hour
+	// maintenanceWindow, on every DaemonSet
+	// (controller.MaintenanceWindowAnnotation): when its nodes may be
+	// upgraded, in their local time.
+	maintenanceWindow = "Mon-Sun 02:00-04:00"
+	// upgradeDeadline, on the OTA DaemonSets, whose pods all hold an offer
+	// not taken (controller.UpgradeDeadlineAnnotation): when the controller
+	// carries an offer out itself. A day, so that none falls due while the
+	// scenario measures.
+	upgradeDeadline = 24 * time.Hour
 	// One pod in heldShare (by name) is held by its owner for holdFor
 	// (podchannel.Hold, written through the pods/status subresource as the
 	// node agent writes it).
@@ -130,9 +128,9 @@ func benchAtRest(ctx context.Context, s *session) (atRestFigures, error) {
 	for _, d := range atRestDaemonSets {
 		ds := daemonSet(d.name, d.strategy, nil)
 		if s.p.atRestTimed {
-			ds.Annotations[maintenanceWindowAnnotation] = maintenanceWindow
+			ds.Annotations[controller.MaintenanceWindowAnnotation] = maintenanceWindow
 			if d.strategy == otaStrategy {
-				ds.Annotations[upgradeDeadlineAnnotation] = fmt.Sprint(int(upgradeDeadline.Seconds()))
+				ds.Annotations[controller.UpgradeDeadlineAnnotation] = fmt.Sprint(int(upgradeDeadline.Seconds()))
 			}
 		}
 		if _, err := client.AppsV1().DaemonSets(atRestNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
@@ -380,10 +378,10 @@ func atRestTable(p params, f atRestFigures) table {
 	title := fmt.Sprintf("At rest: %d nodes on node Leases, %d DaemonSets settled, %s", p.nodes, len(atRestDaemonSets), f.window)
 	if p.atRestTimed {
 		title += ", with windows, holds and offers"
-		notes = append(notes, fmt.Sprintf("BENCH_ATREST_TIMED=1 (issue 19, not read by this controller yet): %s %q on every DaemonSet; "+
+		notes = append(notes, fmt.Sprintf("BENCH_ATREST_TIMED=1 (issue 19): %s %q on every DaemonSet; "+
 			"%d pods held (%s on the pod, through pods/status, for %s); the OTA DaemonSets' image changed, %d pods holding an offer nobody takes, "+
-			"with %s %d", maintenanceWindowAnnotation, maintenanceWindow, f.held, podchannel.HoldAnnotation, holdFor, f.offered,
-			upgradeDeadlineAnnotation, int(upgradeDeadline.Seconds())))
+			"with %s %d", controller.MaintenanceWindowAnnotation, maintenanceWindow, f.held, podchannel.HoldAnnotation, holdFor, f.offered,
+			controller.UpgradeDeadlineAnnotation, int(upgradeDeadline.Seconds())))
 	}
 	return table{title: title, rows: rows, notes: notes}
 }

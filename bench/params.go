@@ -46,7 +46,7 @@ type params struct {
 	// (BENCH_ATREST_SECONDS).
 	atRestWindow time.Duration
 	// atRestTimed adds to the at-rest scenario what issue 19's verdicts,
-	// which change with the clock, will read (BENCH_ATREST_TIMED=1): a
+	// which change with the clock, read (BENCH_ATREST_TIMED=1): a
 	// maintenance window on every DaemonSet, a tenth of the pods held, and
 	// OTA offers outstanding with an upgrade deadline.
 	atRestTimed bool
