@@ -8,7 +8,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build images image-binaries generate sdk-ts check lint breaking fresh fmt vet test test-unit test-images test-fuzz test-e2e tools run bench clean
+.PHONY: all build images image-binaries generate sdk-ts check lint breaking fresh fmt vet tidy staticcheck test test-unit test-images test-fuzz test-e2e tools run bench clean
 
 all: build
 
@@ -72,6 +72,12 @@ $(BIN)/edgeota-images: hack/images/go.mod hack/images/go.sum $(filter-out %_test
 $(BIN)/buf: hack/buf/go.mod hack/buf/go.sum
 	cd hack/buf && $(GO) build -o $(BIN)/buf github.com/bufbuild/buf/cmd/buf
 
+# staticcheck comes from its own tools module (hack/staticcheck), pinned there:
+# its golang.org/x/tools must not move the main module's dependencies, nor
+# hack/tools' pinned k8s.io versions.
+$(BIN)/staticcheck: hack/staticcheck/go.mod hack/staticcheck/go.sum
+	cd hack/staticcheck && $(GO) build -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+
 ## generate: regenerate gen/ (Go, gRPC, gateway, OpenAPI) from proto/.
 generate: $(BIN)/buf
 	$(BIN)/buf generate
@@ -84,8 +90,9 @@ sdk-ts: $(BIN)/buf
 	$(BIN)/buf generate --template buf.gen.ts.yaml
 	node sdk/ts/validate-openapi.js gen/openapiv2/edgeota/v1/*.swagger.json
 
-## check: buf lint and breaking, generated code freshness, gofmt, go vet.
-check: lint breaking fresh fmt vet
+## check: buf lint and breaking, generated code freshness, gofmt, go vet
+## (the e2e suite too), a tidy go.mod, staticcheck.
+check: lint breaking fresh fmt vet tidy staticcheck
 
 lint: $(BIN)/buf
 	$(BIN)/buf lint
@@ -116,7 +123,17 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/...
 	cd hack/images && $(GO) vet ./...
+
+# go.mod and go.sum as `go mod tidy` would leave them.
+tidy:
+	$(GO) mod tidy -diff
+
+# staticcheck's default checks (unused code included) over the main module,
+# the end-to-end suite with its build tag included.
+staticcheck: $(BIN)/staticcheck
+	$(BIN)/staticcheck -tags e2e ./...
 
 ## test: every check, the unit tests, make images twice (checked), a brief fuzz run, then the end-to-end suite on the local cluster.
 test: check test-unit test-images test-fuzz test-e2e
@@ -157,7 +174,8 @@ run: tools build
 ## bench: rollout, marking and node-API figures beside their baselines, on
 ## the local cluster; writes bench/results/latest.md. BENCH_NODES (500),
 ## BENCH_SECONDS (5 per load level), BENCH_PAIRS (3), BENCH_UPGRADES (20),
-## BENCH_SCENARIOS (all; e.g. rollout,nodeapi).
+## BENCH_SCENARIOS (all; e.g. rollout,nodeapi), BENCH_HEARTBEAT (2s, or
+## lease), BENCH_ATREST_SECONDS (60), BENCH_ATREST_TIMED (0); bench/README.md.
 bench: tools build
 	$(GO) run ./bench
 

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
@@ -22,7 +19,7 @@ import (
 // change; the Ready nodes' rollout is compared with the rollout scenario's
 // all-Ready one, then the cut nodes come back at once and each one's upgrade
 // is timed from its return. It heartbeats as the rollout it compares with.
-var cutoffScenario = scenario{name: "cutoff", needs: []string{rolloutScenario.name}, nodeHeartbeat: rolloutScenario.nodeHeartbeat, run: runCutOff}
+var cutoffScenario = scenario{name: "cutoff", needs: []string{rolloutScenario.name}, heartbeat: rolloutHeartbeat, run: runCutOff}
 
 // Its targets: the Ready 80% done in about 80% of the all-Ready time (the
 // budget still counts all N), and a returning node's old pod deleted within
@@ -95,7 +92,8 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	// The last wave is still in flight until its nodes' heartbeats prove
 	// them alive, and holds the budget meanwhile: reconnecting now would
 	// time that wait, not the controller's reaction to a returning node.
-	if err := waitSettled(ctx, s, cutoffNamespace, "ota", len(ready)); err != nil {
+	settled := func(st controller.RolloutStatus) bool { return st.Updated >= len(ready) && st.InFlight == 0 }
+	if err := waitRolloutStatus(ctx, client, cutoffNamespace, "ota", fmt.Sprintf("%d settled nodes", len(ready)), settled); err != nil {
 		return f, err
 	}
 	if err := reconnect(ctx, s, &f, pods, nodes, cut); err != nil {
@@ -105,25 +103,6 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 		return f, err
 	}
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, cutoffNamespace))
-}
-
-// waitSettled waits until the controller's rollout status of DaemonSet ns/ds
-// shows n nodes updated and none in flight.
-func waitSettled(ctx context.Context, s *session, ns, ds string, n int) error {
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleTimeout, true, func(ctx context.Context) (bool, error) {
-		got, err := s.cluster.Client.AppsV1().DaemonSets(ns).Get(ctx, ds, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = got.Annotations[controller.RolloutStatusAnnotation]
-		var st controller.RolloutStatus
-		return json.Unmarshal([]byte(last), &st) == nil && st.Updated >= n && st.InFlight == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for %d settled nodes in the rollout status of DaemonSet %s/%s (last: %s): %w", n, ns, ds, last, err)
-	}
-	return nil
 }
 
 // reconnect brings the cut nodes back at once and records, per node, the
@@ -202,6 +181,14 @@ func forEachNode(ctx context.Context, names []string, do func(ctx context.Contex
 	return errors.Join(errs...)
 }
 
+// cutOffHow says how a node is cut off with the rollout scenarios' heartbeat.
+func cutOffHow(p params) string {
+	if p.rolloutHeartbeat.Leases {
+		return "kwok-controller stops renewing the nodes' Leases and the node lifecycle controller reports them Unknown after its grace period, marking their pods not Ready"
+	}
+	return "the KWOK stage reports the nodes' conditions Unknown"
+}
+
 // cutoffTable compares the Ready nodes' rollout with allReady, the rollout
 // scenario's median on all-Ready nodes.
 func cutoffTable(p params, f cutoffFigures, allReady time.Duration) table {
@@ -224,7 +211,7 @@ func cutoffTable(p params, f cutoffFigures, allReady time.Duration) table {
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
 		},
 		notes: []string{
-			"Cut-off: the KWOK stage reports the nodes' conditions Unknown; all come back at once. Times per returning node run from the node watch's first Ready=True to the pod watch's first event showing the old pod terminating or gone (and the new one Ready).",
+			"Cut-off: " + cutOffHow(p) + "; all come back at once. Times per returning node run from the node watch's first Ready=True to the pod watch's first event showing the old pod terminating or gone (and the new one Ready).",
 			fmt.Sprintf("%d nodes return at once against a budget of %d: beyond the first %d, a node's old pod must wait for earlier replacements to be Ready, so the overall max includes that wait; the first wave's max is the controller's own reaction.", f.cut, p.budget(), p.budget()),
 		},
 	}

@@ -22,13 +22,14 @@
 //   - report.go: tables, the report's header, rows and cell formats shared
 //     by scenarios.
 //   - session.go: the cluster and the measured processes; the only place
-//     that starts either or changes the nodes' heartbeat.
+//     that starts either or changes the nodes' heartbeat (status every few
+//     seconds, or node Leases as kubelets).
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
-//   - rollout.go, cutoff.go, marking.go, nodeapi.go, upgrade.go,
+//   - rollout.go, cutoff.go, atrest.go, marking.go, nodeapi.go, upgrade.go,
 //     persistence.go, watchers.go: one scenario each, with its targets and
 //     its table.
-//   - waves.go: the rollout scenarios' node heartbeat interval, and a
-//     rollout's pod and node events replayed into heartbeat waits,
+//   - waves.go: the rollout scenarios' default node heartbeat interval, and
+//     a rollout's pod, node and Lease events replayed into heartbeat waits,
 //     budget-to-deletion latencies and waves.
 //   - ceiling.go: the node API's ceiling server (this binary, sub-command).
 //   - workload.go: DaemonSets, namespaces, image changes, pod readiness.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 // params are the run's sizes, read from the environment so that a quick run
@@ -36,6 +37,19 @@ type params struct {
 	// scenarios names the scenarios to run (BENCH_SCENARIOS, comma
 	// separated); empty runs them all.
 	scenarios []string
+	// rolloutHeartbeat is how the nodes heartbeat during the rollout and
+	// cut-off scenarios (BENCH_HEARTBEAT): their status every 2-3 s
+	// (nodeHeartbeat) unless it names another interval, or node Leases as
+	// kubelets renew them ("lease").
+	rolloutHeartbeat localcluster.Heartbeat
+	// atRestWindow is how long the at-rest scenario samples the controller
+	// (BENCH_ATREST_SECONDS).
+	atRestWindow time.Duration
+	// atRestTimed adds to the at-rest scenario what issue 19's verdicts,
+	// which change with the clock, read (BENCH_ATREST_TIMED=1): a
+	// maintenance window on every DaemonSet, a tenth of the pods held, and
+	// OTA offers outstanding with an upgrade deadline.
+	atRestTimed bool
 }
 
 // defaultNodes is N when BENCH_NODES is not set: the scale the targets are
@@ -46,7 +60,7 @@ const defaultNodes = 500
 // defaults, refusing values too small to measure anything.
 func loadParams() (params, error) {
 	p := params{qps: controller.DefaultKubeAPIQPS, burst: controller.DefaultKubeAPIBurst}
-	var seconds int
+	var seconds, atRestSeconds, timed int
 	for _, v := range []struct {
 		name     string
 		dst      *int
@@ -57,6 +71,8 @@ func loadParams() (params, error) {
 		{"BENCH_PAIRS", &p.pairs, 3, 1},
 		{"BENCH_UPGRADES", &p.upgrades, 20, 2},
 		{"BENCH_CONTROLLER_V", &p.verbosity, 0, 0},
+		{"BENCH_ATREST_SECONDS", &atRestSeconds, 60, 10},
+		{"BENCH_ATREST_TIMED", &timed, 0, 0},
 	} {
 		*v.dst = v.def
 		s := os.Getenv(v.name)
@@ -70,6 +86,15 @@ func loadParams() (params, error) {
 		*v.dst = n
 	}
 	p.loadTime = time.Duration(seconds) * time.Second
+	p.atRestWindow = time.Duration(atRestSeconds) * time.Second
+	if timed > 1 {
+		return p, fmt.Errorf("BENCH_ATREST_TIMED=%d: want 0 or 1", timed)
+	}
+	p.atRestTimed = timed == 1
+	var err error
+	if p.rolloutHeartbeat, err = parseHeartbeat(os.Getenv("BENCH_HEARTBEAT")); err != nil {
+		return p, err
+	}
 	p.controllerBin = os.Getenv("BENCH_CONTROLLER_BIN")
 	for _, name := range strings.Split(os.Getenv("BENCH_SCENARIOS"), ",") {
 		if name = strings.TrimSpace(name); name != "" {
@@ -77,6 +102,23 @@ func loadParams() (params, error) {
 		}
 	}
 	return p, nil
+}
+
+// parseHeartbeat reads BENCH_HEARTBEAT: empty for status heartbeats every
+// nodeHeartbeat, "lease" for node Leases as kubelets, or a status interval
+// of at least a second.
+func parseHeartbeat(s string) (localcluster.Heartbeat, error) {
+	switch s {
+	case "":
+		return localcluster.Heartbeat{Interval: nodeHeartbeat}, nil
+	case "lease":
+		return localcluster.Heartbeat{Leases: true}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second {
+		return localcluster.Heartbeat{}, fmt.Errorf("BENCH_HEARTBEAT=%q: want \"lease\" or a status interval of at least 1s", s)
+	}
+	return localcluster.Heartbeat{Interval: d}, nil
 }
 
 // budget is the number of nodes a 10% maxUnavailable allows to be without an

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 // row is one figure beside its baseline, the ratio of the two, the target
@@ -75,6 +76,8 @@ func header(s *session, started time.Time, kubeVersion string, scenarios []strin
 	fmt.Fprintf(&b, "- Parameters: N=%d KWOK nodes (delay-free stages), %d alternating pairs per ratio, "+
 		"%s per node-API load level, %d upgrades per method, controller --kube-api-qps %g --kube-api-burst %d, budget 10%% = %d nodes\n",
 		s.p.nodes, s.p.pairs, s.p.loadTime, s.p.upgrades, s.p.qps, s.p.burst, s.p.budget())
+	fmt.Fprintf(&b, "- Nodes heartbeat: rollout and cutoff: %s (BENCH_HEARTBEAT); atrest: %s; the others: %s\n",
+		s.p.rolloutHeartbeat, kubeletHeartbeat(s.p), localcluster.Heartbeat{})
 	fmt.Fprintf(&b, "- Scenarios: %s\n", strings.Join(scenarios, ", "))
 	return b.String()
 }

@@ -7,17 +7,22 @@ import (
 	"slices"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 // rolloutScenario: a DaemonSet image change on N nodes with 10% unavailability
 // allowed, ota-controller's AdvancedRollingUpdate against the native
 // controller's RollingUpdate, in alternating pairs, with the nodes
-// heartbeating every nodeHeartbeat (the failure brake waits for one after
-// each new pod settles).
-var rolloutScenario = scenario{name: "rollout", nodeHeartbeat: nodeHeartbeat, run: runRollout}
+// heartbeating as BENCH_HEARTBEAT says (the failure brake waits for one
+// heartbeat after each new pod settles).
+var rolloutScenario = scenario{name: "rollout", heartbeat: rolloutHeartbeat, run: runRollout}
+
+// rolloutHeartbeat is how the nodes heartbeat in the rollout scenarios.
+func rolloutHeartbeat(p params) localcluster.Heartbeat { return p.rolloutHeartbeat }
 
 // Its targets: as fast as the native controller within noise once the
 // heartbeats the failure brake waits for are taken out (and at most one
@@ -35,15 +40,15 @@ const (
 const settleCPU = 500 * time.Millisecond
 
 // idleCPUWindow is how long the controller's CPU is sampled with nothing to
-// roll out: the cost of watching N nodes heartbeat every nodeHeartbeat (a
-// node status write each, five times a kubelet's rate), which the rollout's
-// own cost is given net of.
+// roll out: the cost of watching N nodes heartbeat (by default a node
+// status write each every 2-3 s, five times a kubelet's rate), which the
+// rollout's own cost is given net of.
 const idleCPUWindow = 10 * time.Second
 
 // idleSettle is how long after the last rollout the idle sample starts: two
 // heartbeat periods, by which every node has proven itself and the
 // controller has nothing left to do.
-const idleSettle = 2 * heartbeatPeriod
+func idleSettle(p params) time.Duration { return 2 * p.rolloutHeartbeat.Period() }
 
 // rollout is one timed image change.
 type rollout struct {
@@ -52,6 +57,9 @@ type rollout struct {
 	cpu            time.Duration // controller CPU time, for ota-controller runs
 	idleCPU        time.Duration // of which the cost of watching idle nodes for as long
 	waves          waveFigures   // its pacing, from the pod and node watches
+	// apiWrites are the API server's writes during the rollout, every
+	// client's, by resource (measure.Metrics.WritesByResource).
+	apiWrites map[string]float64
 }
 
 // rolloutFigures are the rollout scenario's results.
@@ -83,11 +91,11 @@ func runRollout(ctx context.Context, s *session, found *findings) (table, error)
 func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	var f rolloutFigures
 	client := s.cluster.Client
-	nodes, err := watchNodes(ctx, client)
+	beats, err := watchHeartbeats(ctx, s)
 	if err != nil {
 		return f, err
 	}
-	defer nodes.close()
+	defer beats.close()
 	watches := map[string]*view[*corev1.Pod]{}
 	for name, strategy := range map[string]string{"ota": advancedRollingUpdate, "native": ""} {
 		w, err := deploy(ctx, client, rolloutNamespace, daemonSet(name, strategy, nil), s.nodes())
@@ -103,14 +111,19 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		return f, err
 	}
 	for i := 1; i <= s.p.pairs; i++ {
-		a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
-			return rollOutRecorded(ctx, s, watches["ota"], nodes, "ota", image(i), true)
+		a, err := countingWrites(ctx, s, func() (rollout, error) {
+			a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
+				return rollOutRecorded(ctx, s, watches["ota"], beats, "ota", image(i), true)
+			})
+			a.cpu = cpu
+			return a, err
 		})
 		if err != nil {
 			return f, err
 		}
-		a.cpu = cpu
-		b, err := rollOutRecorded(ctx, s, watches["native"], nodes, "native", image(i), false)
+		b, err := countingWrites(ctx, s, func() (rollout, error) {
+			return rollOutRecorded(ctx, s, watches["native"], beats, "native", image(i), false)
+		})
 		if err != nil {
 			return f, err
 		}
@@ -121,7 +134,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	// The idle cost is sampled once every rollout is over and every node
 	// settled: right after the controller starts, its initial lists and
 	// syncs would count as idle.
-	time.Sleep(idleSettle)
+	time.Sleep(idleSettle(s.p))
 	idleRate, err := idleCPURate(ctrl)
 	if err != nil {
 		return f, err
@@ -138,6 +151,40 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	}
 	f.reaction = measure.Sorted(reaction)
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, rolloutNamespace))
+}
+
+// countingWrites runs a rollout and records the API server's writes during
+// it, from its request counters read before and after.
+func countingWrites(ctx context.Context, s *session, run func() (rollout, error)) (rollout, error) {
+	before, err := measure.ScrapeAPIServerMetrics(ctx, s.cluster.Client)
+	if err != nil {
+		return rollout{}, err
+	}
+	r, err := run()
+	if err != nil {
+		return r, err
+	}
+	after, err := measure.ScrapeAPIServerMetrics(ctx, s.cluster.Client)
+	r.apiWrites = measure.Delta(after.WritesByResource(), before.WritesByResource())
+	return r, err
+}
+
+// heartbeatResources are the resources the nodes' heartbeats write.
+var heartbeatResources = []string{"nodes", "leases"}
+
+// writesPerNode says what the runs wrote through the API server per node
+// and rollout, on average: pods, the heartbeats, and everything else.
+func writesPerNode(p params, runs []rollout) string {
+	var pods, heartbeats, other float64
+	for _, r := range runs {
+		pods += r.apiWrites["pods"]
+		for _, res := range heartbeatResources {
+			heartbeats += r.apiWrites[res]
+		}
+		other += sumExcept(r.apiWrites, append([]string{"pods"}, heartbeatResources...))
+	}
+	per := float64(p.nodes * len(runs))
+	return fmt.Sprintf("pods %.2f, heartbeats %.2f, other %.2f", pods/per, heartbeats/per, other/per)
 }
 
 // idleCPURate is the controller's CPU time per second of wall time while it
@@ -169,12 +216,13 @@ func measureCPU[T any](ctrl *child, run func() (T, error)) (T, time.Duration, er
 	return r, after - before, err
 }
 
-// rollOut sets the DaemonSet's image and waits until every node of done is up
-// to date with it, sampling at every event and every 100 ms how many of all
-// the nodes have no available pod.
+// rollOut sets the DaemonSet's image and waits until every node of done (the
+// Ready nodes) is up to date with it, sampling at every event and every
+// 100 ms how many of them have no available pod: a cut-off node counts
+// against no budget (with node Leases the node lifecycle controller marks
+// its pod not Ready).
 func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, img string, done []string) (rollout, error) {
 	var r rollout
-	all := s.nodes()
 	start := time.Now()
 	if err := setImage(ctx, s.cluster.Client, ns, ds, img); err != nil {
 		return r, err
@@ -182,25 +230,72 @@ func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, i
 	err := pods.until(ctx, settleTimeout, fmt.Sprintf("DaemonSet %s/%s to run %s on %d nodes", ns, ds, img, len(done)),
 		func(now time.Time, items map[string]*corev1.Pod) bool {
 			byNode := podsByNode(items)
-			r.maxUnavailable = max(r.maxUnavailable, unavailable(byNode, all))
+			r.maxUnavailable = max(r.maxUnavailable, unavailable(byNode, done))
 			r.wall = now.Sub(start)
 			return allUpToDate(byNode, done, img)
 		})
 	return r, err
 }
 
+// heartbeatViews watch what the nodes heartbeat with: their status, and
+// their Leases when they have some.
+type heartbeatViews struct {
+	nodes  *view[*corev1.Node]
+	leases *view[*coordinationv1.Lease] // nil without node Leases
+}
+
+// watchHeartbeats watches the nodes, and their Leases when the rollout
+// scenarios' nodes have some.
+func watchHeartbeats(ctx context.Context, s *session) (heartbeatViews, error) {
+	var v heartbeatViews
+	var err error
+	if v.nodes, err = watchNodes(ctx, s.cluster.Client); err != nil {
+		return v, err
+	}
+	if s.p.rolloutHeartbeat.Leases {
+		if v.leases, err = watchLeases(ctx, s.cluster.Client); err != nil {
+			v.nodes.close()
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+// observe hands the heartbeats to rec until observe(nil).
+func (v heartbeatViews) observe(rec *flightRecorder) {
+	if rec == nil {
+		v.nodes.observe(nil)
+		if v.leases != nil {
+			v.leases.observe(nil)
+		}
+		return
+	}
+	v.nodes.observe(rec.node)
+	if v.leases != nil {
+		v.leases.observe(rec.lease)
+	}
+}
+
+// close stops the watches.
+func (v heartbeatViews) close() {
+	v.nodes.close()
+	if v.leases != nil {
+		v.leases.close()
+	}
+}
+
 // rollOutRecorded is rollOut of DaemonSet ds of the rollout namespace on every
-// node, recording the pod and node events to analyze its waves; proofOfLife
-// says whether a node stays in flight until a heartbeat after its new pod
-// settles (ota-controller's failure brake).
-func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes *view[*corev1.Node], ds, img string, proofOfLife bool) (rollout, error) {
+// node, recording the pod and heartbeat events to analyze its waves;
+// proofOfLife says whether a node stays in flight until a heartbeat after its
+// new pod settles (ota-controller's failure brake).
+func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], beats heartbeatViews, ds, img string, proofOfLife bool) (rollout, error) {
 	rec := newFlightRecorder(img)
 	pods.observe(rec.pod)
-	nodes.observe(rec.node)
+	beats.observe(rec)
 	start := time.Now()
 	r, err := rollOut(ctx, s, pods, rolloutNamespace, ds, img, s.nodes())
 	pods.observe(nil)
-	nodes.observe(nil)
+	beats.observe(nil)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	r.waves = analyzeWaves(start, rec.events, proofOfLife)
@@ -236,7 +331,8 @@ func rolloutTable(p params, f rolloutFigures) table {
 	hbWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.heartbeatWait(p.budget()) }))
 	nodeWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.meanProofWait() }))
 	waves := measure.Median(pick(f.ota, func(r rollout) int { return r.waves.waves(p.budget()) }))
-	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*heartbeatPeriod
+	period := p.rolloutHeartbeat.Period()
+	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*period
 	otaFree, nativeFree := freeToDelete(f.ota), freeToDelete(f.native)
 	otaP99 := measure.Percentile(otaFree, 0.99)
 	unavailable := func(r rollout) int { return r.maxUnavailable }
@@ -248,7 +344,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 		rows: []row{
 			{fmt.Sprintf("wall time until every pod runs the new image (median of %d)", len(ota)),
 				seconds(measure.Median(ota)), seconds(measure.Median(native)), times(r),
-				fmt.Sprintf("≤ %s (1.05× native + %d waves × %s)", seconds(allowance), waves, heartbeatPeriod), verdict(measure.Median(ota) <= allowance)},
+				fmt.Sprintf("≤ %s (1.05× native + %d waves × %s)", seconds(allowance), waves, period), verdict(measure.Median(ota) <= allowance)},
 			{fmt.Sprintf("of which waiting for heartbeats (median): %d waves but the last × %s per node", waves, millis(nodeWait)), seconds(hbWait), "", "", "", ""},
 			{"wall time without the heartbeat waits (median)", seconds(measure.Median(withoutHeartbeats)), seconds(measure.Median(native)), times(rNoHB),
 				"≤ " + times(rolloutRatioTarget), verdict(rNoHB <= rolloutRatioTarget)},
@@ -262,13 +358,15 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{"controller CPU per rollout (median)", seconds(cpu), "", "", "", ""},
 			{"… net of watching the idle nodes for as long (median)", seconds(netCPU), "", "", fmt.Sprintf("≤ %.2f s (1 s at 500 nodes)", cpuTarget), verdict(netCPU.Seconds() <= cpuTarget)},
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
 		},
 		notes: []string{
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			"budget freed → next deletion runs from the bench's watch seeing the heartbeat (native: the pod Ready) to its watch seeing the next deletion, so it includes the API server's delivery of both and the DELETE's round trip; the controller's own reaction is timed in its log (-v=4): from the handler that takes a settling heartbeat to the deletion it sends next",
-			fmt.Sprintf("nodes heartbeat every %s–%s (the failure brake's proof of life waits for one after each new pod settles); "+
-				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", nodeHeartbeat, heartbeatPeriod),
+			"API server writes: apiserver_request_total's POST, PUT, PATCH, APPLY and DELETE during each rollout (edgeota's and the 0.5 s after it), every client's, per node: pods (deletions, the native controller's creations, bindings, status reports, conditions), heartbeats (the nodes' status or Leases for as long as the rollout lasts), other (DaemonSet status and annotations, events, ControllerRevisions)",
+			fmt.Sprintf("nodes heartbeat: %s, at most %s apart (the failure brake's proof of life waits for one after each new pod settles); "+
+				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", p.rolloutHeartbeat, period),
 		},
 	}
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
-	p := params{nodes: 100}
+	p := params{nodes: 100, rolloutHeartbeat: localcluster.Heartbeat{Interval: nodeHeartbeat}}
 	f := rolloutFigures{
 		ota: []rollout{{wall: 2 * time.Second, maxUnavailable: 10, cpu: 300 * time.Millisecond, idleCPU: 150 * time.Millisecond},
 			{wall: 9 * time.Second, maxUnavailable: 11, cpu: 400 * time.Millisecond, idleCPU: 100 * time.Millisecond},
@@ -34,10 +36,17 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 	if got := rowNamed(t, tb, "… net of watching"); got.edgeota != "0.15 s" || got.target != "≤ 0.20 s (1 s at 500 nodes)" || got.met != "met" {
 		t.Errorf("net CPU at 100 nodes: got %+v, want 0.15 s, met against a target scaled to 0.20 s", got)
 	}
+	// Per node and rollout over the runs: (300 + 0) pods, (150 + 30 + 120)
+	// heartbeats, (6 + 0 + 9) other, over 3 runs of 100 nodes.
+	f.ota[0].apiWrites = map[string]float64{"pods": 300, "nodes": 150, "leases": 30, "daemonsets": 6}
+	f.ota[2].apiWrites = map[string]float64{"nodes": 120, "events": 9}
+	if got := rowNamed(t, rolloutTable(p, f), "API server writes"); got.edgeota != "pods 1.00, heartbeats 1.00, other 0.05" || got.baseline != "pods 0.00, heartbeats 0.00, other 0.00" {
+		t.Errorf("writes: got %+v", got)
+	}
 }
 
 func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testing.T) {
-	p := params{nodes: 100}
+	p := params{nodes: 100, rolloutHeartbeat: localcluster.Heartbeat{Interval: nodeHeartbeat}}
 	hb := func(wall, wait time.Duration, free ...time.Duration) rollout {
 		// 100 nodes each waiting wait / 9 for a heartbeat: the first 9 of
 		// 10 waves of a budget of 10 spend wait on heartbeats within the

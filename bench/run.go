@@ -41,7 +41,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	progress("creating a cluster of %d KWOK nodes", p.nodes)
-	s, err := newSession(ctx, p, selected[0].nodeHeartbeat)
+	s, err := newSession(ctx, p, selected[0].heartbeatIn(p))
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func run(ctx context.Context) (err error) {
 	var found findings
 	for i, sc := range selected {
 		progress("%d. %s", i+1, sc.name)
-		if err := s.setNodeHeartbeat(ctx, sc.nodeHeartbeat); err != nil {
+		if err := s.setHeartbeat(ctx, sc.heartbeatIn(p)); err != nil {
 			return fmt.Errorf("scenario %s: %w", sc.name, err)
 		}
 		t, err := sc.run(ctx, s, &found)

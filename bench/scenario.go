@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 // A scenario measures one thing on the session's cluster and reports it as
@@ -22,22 +24,25 @@ type scenario struct {
 	// needs names scenarios whose figures this one compares with (see
 	// findings); they run before it even when BENCH_SCENARIOS leaves them out.
 	needs []string
-	// nodeHeartbeat is how often the nodes heartbeat while it runs; zero
-	// means the cluster's default, every 10-15 s as a kubelet. Only a
-	// scenario that waits for heartbeats shortens it: 500 nodes' status
-	// writes every 2 s load the API server the other scenarios measure.
-	nodeHeartbeat time.Duration
+	// heartbeat is how the nodes heartbeat while it runs, given the run's
+	// parameters; nil means the cluster's default, status every 10-15 s. A
+	// scenario that waits for heartbeats shortens them (500 nodes' status
+	// writes every 2 s would load the API server the other scenarios
+	// measure), one about watching the fleet at rest sends node Leases.
+	heartbeat func(params) localcluster.Heartbeat
 	// run measures and returns the scenario's table. It may read the
 	// findings of the scenarios it needs and write its own for later ones.
 	run func(ctx context.Context, s *session, found *findings) (table, error)
 }
 
 // scenarios are every scenario, in the order they run: a scenario runs
-// after those it needs, and those with the same nodeHeartbeat run together
-// (changing it restarts kwok-controller: see session.setNodeHeartbeat).
+// after those it needs, and those with the same heartbeat run together
+// (changing it restarts kwok-controller: see session.setHeartbeat): atrest's
+// node Leases follow the rollout's, which may be Leases too.
 var scenarios = []scenario{
 	rolloutScenario,
 	cutoffScenario,
+	atRestScenario,
 	markingScenario,
 	nodeAPIScenario,
 	upgradeScenario,
@@ -51,6 +56,15 @@ type findings struct {
 	// rolloutWall is the median wall time of ota-controller's rollouts on
 	// all-Ready nodes: written by rollout, the baseline of cutoff.
 	rolloutWall time.Duration
+}
+
+// heartbeatIn is how the nodes heartbeat while sc runs with the run's
+// parameters p.
+func (sc scenario) heartbeatIn(p params) localcluster.Heartbeat {
+	if sc.heartbeat == nil {
+		return localcluster.Heartbeat{}
+	}
+	return sc.heartbeat(p)
 }
 
 // selectScenarios returns the scenarios named (all when names is empty), with

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 func TestScenariosHaveDistinctNamesAndNeedOnlyEarlierOnes(t *testing.T) {
@@ -84,16 +87,72 @@ func TestLoadParamsRefusesTooFewNodes(t *testing.T) {
 	}
 }
 
-// TestScenariosChangeTheNodeHeartbeatAtMostOnce: changing the interval
-// restarts kwok-controller, so the scenarios run grouped by it.
-func TestScenariosChangeTheNodeHeartbeatAtMostOnce(t *testing.T) {
-	changes := 0
-	for i := 1; i < len(scenarios); i++ {
-		if scenarios[i].nodeHeartbeat != scenarios[i-1].nodeHeartbeat {
-			changes++
+// TestScenariosRunGroupedByHeartbeat: changing the nodes' heartbeat
+// restarts kwok-controller, so the scenarios sharing one run together,
+// whichever BENCH_HEARTBEAT the rollout scenarios have; a whole run changes
+// it at most twice.
+func TestScenariosRunGroupedByHeartbeat(t *testing.T) {
+	for _, rollout := range []string{"", "lease", "5s"} {
+		p := params{rolloutHeartbeat: mustHeartbeat(t, rollout)}
+		var runs []localcluster.Heartbeat
+		for _, sc := range scenarios {
+			if hb := sc.heartbeatIn(p); len(runs) == 0 || runs[len(runs)-1] != hb {
+				runs = append(runs, hb)
+			}
+		}
+		for i, hb := range runs {
+			if slices.Contains(runs[:i], hb) {
+				t.Errorf("BENCH_HEARTBEAT=%q: the scenarios %q come back to %v after leaving it", rollout, scenarioNames(scenarios), hb)
+			}
+		}
+		if len(runs) > 3 {
+			t.Errorf("BENCH_HEARTBEAT=%q: %d changes of the heartbeat along %q, want at most 2", rollout, len(runs)-1, scenarioNames(scenarios))
 		}
 	}
-	if changes > 1 {
-		t.Errorf("got %d changes of the node heartbeat along %q, want at most 1", changes, scenarioNames(scenarios))
+}
+
+func mustHeartbeat(t *testing.T, s string) localcluster.Heartbeat {
+	t.Helper()
+	hb, err := parseHeartbeat(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hb
+}
+
+func TestLoadParamsHeartbeatAndAtRest(t *testing.T) {
+	for _, tc := range []struct {
+		heartbeat, seconds, timed string
+		want                      localcluster.Heartbeat
+		window                    time.Duration
+		wantTimed                 bool
+	}{
+		{"", "", "", localcluster.Heartbeat{Interval: 2 * time.Second}, time.Minute, false},
+		{"lease", "120", "1", localcluster.Heartbeat{Leases: true}, 2 * time.Minute, true},
+		{"5s", "10", "0", localcluster.Heartbeat{Interval: 5 * time.Second}, 10 * time.Second, false},
+	} {
+		t.Setenv("BENCH_HEARTBEAT", tc.heartbeat)
+		t.Setenv("BENCH_ATREST_SECONDS", tc.seconds)
+		t.Setenv("BENCH_ATREST_TIMED", tc.timed)
+		p, err := loadParams()
+		if err != nil {
+			t.Errorf("%+v: %v", tc, err)
+			continue
+		}
+		if p.rolloutHeartbeat != tc.want || p.atRestWindow != tc.window || p.atRestTimed != tc.wantTimed {
+			t.Errorf("%+v: got %v, %s, %t", tc, p.rolloutHeartbeat, p.atRestWindow, p.atRestTimed)
+		}
+	}
+	for name, value := range map[string]string{"BENCH_HEARTBEAT": "leases", "BENCH_ATREST_SECONDS": "5", "BENCH_ATREST_TIMED": "2"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			if _, err := loadParams(); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%s: got %v, want an error naming it", name, value, err)
+			}
+		})
+	}
+	t.Setenv("BENCH_HEARTBEAT", "500ms")
+	if _, err := loadParams(); err == nil {
+		t.Errorf("BENCH_HEARTBEAT=500ms: got nil, want an error")
 	}
 }

@@ -30,17 +30,17 @@ type session struct {
 	cluster *localcluster.Cluster
 	// agent is the ota-server of agentNode once a scenario has asked for it.
 	agent *child
-	// heartbeat is how often the nodes heartbeat now (0: the default).
-	heartbeat time.Duration
+	// heartbeat is how the nodes heartbeat now.
+	heartbeat localcluster.Heartbeat
 }
 
-// newSession creates a cluster of p.nodes KWOK nodes heartbeating every
-// heartbeat (0: the default) under a name of its own, so that a bench never
-// shares a cluster with `make run` or the tests.
+// newSession creates a cluster of p.nodes KWOK nodes heartbeating as
+// heartbeat says under a name of its own, so that a bench never shares a
+// cluster with `make run` or the tests.
 // Its lock keeps other benchmarks out of this checkout until close: two at
 // once on a shared machine would each measure the other, and share
 // .cache/bench.
-func newSession(ctx context.Context, p params, heartbeat time.Duration) (*session, error) {
+func newSession(ctx context.Context, p params, heartbeat localcluster.Heartbeat) (*session, error) {
 	h, err := harness.New(harness.Options{LogDir: filepath.Join(".cache", "bench"), Lock: filepath.Join(".cache", "bench.lock")})
 	var locked *proc.LockedError
 	if errors.As(err, &locked) {
@@ -51,28 +51,25 @@ func newSession(ctx context.Context, p params, heartbeat time.Duration) (*sessio
 	}
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
-	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes, NodeHeartbeat: heartbeat}); err != nil {
+	opts := harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes, NodeHeartbeat: heartbeat.Interval, NodeLeases: heartbeat.Leases}
+	if _, err := h.StartCluster(ctx, opts); err != nil {
 		return nil, errors.Join(err, h.Close())
 	}
 	return &session{p: p, h: h, root: h.Root, logDir: h.LogDir, cluster: h.Cluster, heartbeat: heartbeat}, nil
 }
 
-// setNodeHeartbeat makes the nodes heartbeat every heartbeat (0: the
-// default) for the next scenario. When that changes it, kwok-controller
-// restarts with the new interval and every node heartbeats once (seconds,
-// up to 15 s to go back to the default), which is why the scenarios run
-// grouped by interval; the alternative, a cluster per interval, costs a
-// minute or more of node creation at 500 nodes.
-func (s *session) setNodeHeartbeat(ctx context.Context, heartbeat time.Duration) error {
+// setHeartbeat makes the nodes heartbeat as heartbeat says for the next
+// scenario. When that changes it, kwok-controller restarts with the new
+// stages and flags and every node heartbeats once (seconds, up to 15 s to
+// go back to the default; leaving node Leases deletes them), which is why
+// the scenarios run grouped by heartbeat; the alternative, a cluster per
+// heartbeat, costs a minute or more of node creation at 500 nodes.
+func (s *session) setHeartbeat(ctx context.Context, heartbeat localcluster.Heartbeat) error {
 	if heartbeat == s.heartbeat {
 		return nil
 	}
-	interval := "the default, every 10–15 s"
-	if heartbeat > 0 {
-		interval = "every " + heartbeat.String()
-	}
-	progress("node heartbeat: %s (restarting kwok-controller)", interval)
-	if err := s.cluster.SetNodeHeartbeat(ctx, heartbeat); err != nil {
+	progress("nodes heartbeat: %s (restarting kwok-controller)", heartbeat)
+	if err := s.cluster.SetHeartbeat(ctx, heartbeat); err != nil {
 		return err
 	}
 	s.heartbeat = heartbeat

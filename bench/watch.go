@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -44,6 +45,13 @@ func watchPods(ctx context.Context, client kubernetes.Interface, ns, selector st
 func watchRevisions(ctx context.Context, client kubernetes.Interface, ns string) (*view[*appsv1.ControllerRevision], error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 	return newView[*appsv1.ControllerRevision](ctx, factory, factory.Apps().V1().ControllerRevisions().Informer())
+}
+
+// watchLeases mirrors the node Leases (namespace kube-node-lease), named
+// after their nodes.
+func watchLeases(ctx context.Context, client kubernetes.Interface) (*view[*coordinationv1.Lease], error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
+	return newView[*coordinationv1.Lease](ctx, factory, factory.Coordination().V1().Leases().Informer())
 }
 
 // watchNodes mirrors the cluster's nodes.

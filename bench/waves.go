@@ -4,24 +4,25 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // nodeHeartbeat is how often the nodes report their status during the
-// rollout and cut-off scenarios (every 2 to 3 s;
-// localcluster.Options.NodeHeartbeat). ota-controller's failure brake keeps
-// a node in flight until one heartbeat after its new pod settles, so a
+// rollout and cut-off scenarios unless BENCH_HEARTBEAT says otherwise
+// (every 2 to 3 s; localcluster.Heartbeat). ota-controller's failure brake
+// keeps a node in flight until one heartbeat after its new pod settles, so a
 // rollout pays up to one heartbeat per wave where the native controller pays
 // none. 2 s is the e2e suite's interval: short enough that the waits do not
 // swamp the rollout, long enough that 1000 nodes (400–500 status writes/s)
 // leave the 2 cores to the controllers being measured. Both controllers run
 // on the same cluster, so the comparison stays fair. The other scenarios
 // run at the cluster's default (10–15 s), which does not load the API
-// server they measure.
+// server they measure. BENCH_HEARTBEAT=lease runs the two on node Leases
+// renewed every 10 s instead, as kubelets: five times fewer heartbeats,
+// each a Lease update rather than a Node status write, and waves as long as
+// on a real cluster.
 const nodeHeartbeat = 2 * time.Second
-
-// heartbeatPeriod is the longest time between two heartbeats of a node.
-const heartbeatPeriod = 3 * nodeHeartbeat / 2
 
 // flightKind is what a flightEvent says happened to a node.
 type flightKind int
@@ -32,8 +33,8 @@ const (
 	podDeleted flightKind = iota
 	// podSettled: the node's new pod was seen Ready.
 	podSettled
-	// heartbeatSeen: the node reported its status; at is when the bench saw
-	// it, sent when the node says it sent it.
+	// heartbeatSeen: the node reported its status or renewed its Lease; at
+	// is when the bench saw it, sent when the node says it sent it.
 	heartbeatSeen
 )
 
@@ -45,9 +46,9 @@ type flightEvent struct {
 	kind flightKind
 	// sent is, for podSettled, when the pod's containers turned ready (its
 	// ContainersReady condition's lastTransitionTime) and, for
-	// heartbeatSeen, the node's lastHeartbeatTime: a heartbeat proves the
-	// pod's node alive only if sent after the pod settled (the
-	// controller's rule, controller/proofoflife.go).
+	// heartbeatSeen, the node's lastHeartbeatTime or its Lease's renewTime:
+	// a heartbeat proves the pod's node alive only if sent after the pod
+	// settled (the controller's rule, controller/proofoflife.go).
 	sent time.Time
 }
 
@@ -111,6 +112,12 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 		sent, seen time.Time
 	}
 	inFlight := map[string]*flight{}
+	// lastSent is each node's latest heartbeat, seen or not before its pod
+	// settled: the controller compares timestamps, and a Lease renewal
+	// (sent to the microsecond) in the second the pod turned ready reads
+	// after its ContainersReady transition (whole seconds) even when the
+	// bench saw it first.
+	lastSent := map[string]time.Time{}
 	freed, pending := start, true
 	for _, e := range events {
 		fl := inFlight[e.node]
@@ -134,14 +141,18 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 				continue
 			}
 			fl.settled, fl.sent, fl.seen = true, e.sent, e.at
-			if !proofOfLife {
+			if proven := lastSent[e.node].After(e.sent); !proofOfLife || proven {
 				delete(inFlight, e.node)
+				if proofOfLife {
+					f.proven++ // no wait
+				}
 				if !pending {
 					freed, pending = e.at, true
 				}
 			}
 		case heartbeatSeen:
 			// A heartbeat sent after the pod settled ends the flight.
+			lastSent[e.node] = maxTime(lastSent[e.node], e.sent)
 			if !proofOfLife || fl == nil || !fl.settled || !e.sent.After(fl.sent) {
 				continue
 			}
@@ -156,8 +167,16 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 	return f
 }
 
-// flightRecorder turns the rollout's pod and node watch events into flight
-// events for the nodes rolling to img.
+// maxTime is the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// flightRecorder turns the rollout's pod, node and node Lease watch events
+// into flight events for the nodes rolling to img.
 type flightRecorder struct {
 	img string
 	// mu orders the events of the two watches as they arrive.
@@ -166,7 +185,9 @@ type flightRecorder struct {
 	// deleted and settled remember the pods already reported, so that
 	// each pod yields one event of each kind.
 	deleted, settled map[string]bool
-	heartbeat        map[string]time.Time
+	// heartbeat is each node's latest heartbeat seen, of either kind: the
+	// controller takes the later of the two.
+	heartbeat map[string]time.Time
 }
 
 func newFlightRecorder(img string) *flightRecorder {
@@ -196,12 +217,28 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 
 // node records a heartbeat: a newer lastHeartbeatTime of the Ready condition.
 func (r *flightRecorder) node(at time.Time, n *corev1.Node) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			r.beat(at, n.Name, c.LastHeartbeatTime.Time)
+		}
+	}
+}
+
+// lease records a heartbeat: a newer renewTime of a node's Lease (named
+// after its node).
+func (r *flightRecorder) lease(at time.Time, l *coordinationv1.Lease) {
+	if l.Spec.RenewTime != nil {
+		r.beat(at, l.Name, l.Spec.RenewTime.Time)
+	}
+}
+
+// beat records the node's heartbeat sent at sent, seen at at, if it is
+// newer than any seen before.
+func (r *flightRecorder) beat(at time.Time, node string, sent time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.LastHeartbeatTime.After(r.heartbeat[n.Name]) {
-			r.heartbeat[n.Name] = c.LastHeartbeatTime.Time
-			r.events = append(r.events, flightEvent{at: at, node: n.Name, kind: heartbeatSeen, sent: c.LastHeartbeatTime.Time})
-		}
+	if sent.After(r.heartbeat[node]) {
+		r.heartbeat[node] = sent
+		r.events = append(r.events, flightEvent{at: at, node: node, kind: heartbeatSeen, sent: sent})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -62,6 +63,24 @@ func TestAnalyzeWavesEndsFlightsAsTheControllerDoes(t *testing.T) {
 		if f.replaced != 2 {
 			t.Errorf("%s: replaced: got %d, want 2", tc.name, f.replaced)
 		}
+	}
+}
+
+// TestAnalyzeWavesTakesAHeartbeatSeenBeforeThePodByItsTime: the controller
+// compares times, not the order the bench saw the events in: a Lease
+// renewed after the pod's ContainersReady transition (whole seconds) but
+// seen before the pod turned Ready proves the node at once.
+func TestAnalyzeWavesTakesAHeartbeatSeenBeforeThePodByItsTime(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	f := analyzeWaves(start, []flightEvent{
+		{at: at(10), node: "n1", kind: podDeleted},
+		{at: at(1300), node: "n1", kind: heartbeatSeen, sent: at(1290)},
+		{at: at(1400), node: "n1", kind: podSettled, sent: at(1000)}, // ready at 1.39 s, transition read as 1 s
+		{at: at(1450), node: "n2", kind: podDeleted},
+	}, true)
+	if want := []time.Duration{10 * time.Millisecond, 50 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) || f.proven != 1 || f.proofWait != 0 {
+		t.Errorf("got free to delete %v, %d proven waiting %s; want %v, 1 proven waiting 0s", f.freeToDelete, f.proven, f.proofWait, want)
 	}
 }
 
@@ -126,10 +145,20 @@ func TestFlightRecorderReportsEachPodOnceAndOnlyNewerHeartbeats(t *testing.T) {
 	r.pod(now, pod("new", "v1", false)) // seen again
 	r.node(now, node(now))
 	r.node(now, node(now)) // the same heartbeat
+	// A Lease renewal is a heartbeat of its node; one older than the node's
+	// status heartbeat adds nothing.
+	lease := func(renewed time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: renewed}}}
+	}
+	renewed := now.Add(1500 * time.Millisecond)
+	r.lease(now, lease(now.Add(-time.Second)))
+	r.lease(now, lease(renewed))
+	r.lease(now, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}) // never renewed
 	want := []flightEvent{
 		{at: now, node: "n1", kind: podDeleted},
 		{at: now, node: "n1", kind: podSettled, sent: ready.Time},
 		{at: now, node: "n1", kind: heartbeatSeen, sent: now},
+		{at: now, node: "n1", kind: heartbeatSeen, sent: renewed},
 	}
 	if !slices.EqualFunc(r.events, want, func(a, b flightEvent) bool {
 		return a.at.Equal(b.at) && a.node == b.node && a.kind == b.kind && a.sent.Equal(b.sent)

@@ -137,6 +137,25 @@ func deleteNamespace(ctx context.Context, client kubernetes.Interface, ns string
 	return nil
 }
 
+// waitRolloutStatus waits until the controller's rollout status of
+// DaemonSet ns/ds satisfies cond; what names the awaited state in the error.
+func waitRolloutStatus(ctx context.Context, client kubernetes.Interface, ns, ds, what string, cond func(controller.RolloutStatus) bool) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleTimeout, true, func(ctx context.Context) (bool, error) {
+		got, err := client.AppsV1().DaemonSets(ns).Get(ctx, ds, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = got.Annotations[controller.RolloutStatusAnnotation]
+		var st controller.RolloutStatus
+		return json.Unmarshal([]byte(last), &st) == nil && cond(st), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s in the rollout status of DaemonSet %s/%s (last: %s): %w", what, ns, ds, last, err)
+	}
+	return nil
+}
+
 // podsByNode groups the live (not terminating) pods by node.
 func podsByNode(pods map[string]*corev1.Pod) map[string][]*corev1.Pod {
 	byNode := map[string][]*corev1.Pod{}

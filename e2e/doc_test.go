@@ -7,13 +7,17 @@
 // e2e); each scenario gets a cluster of its own, deleted when it ends, and
 // keeps its logs in .cache/e2e/<test>/. Its nodes heartbeat every 2-3 s
 // (nodeHeartbeat, env_test.go): the controller's proof of life waits one
-// heartbeat per rollout wave.
+// heartbeat per rollout wave. leases_test.go's nodes heartbeat as kubelets
+// do instead (newKubeletEnv: node Leases every 10 s, status every 5 minutes).
 //
 // Scenarios, one file each:
 //   - cluster_test.go: the cluster itself: loopback only, cut-off nodes.
 //   - ota_test.go: the OTA walk-through over REST and gRPC.
 //   - auto_test.go: `auto` upgrades connected nodes, the others on return.
 //   - rolling_test.go: AdvancedRollingUpdate stays within max-unavailable.
+//   - leases_test.go: on node Leases: a cut-off node stops renewing its
+//     Lease and returns; an AdvancedRollingUpdate completes within its
+//     budget, its proof of life drawn from the Leases.
 //   - apiserver_cut_test.go: the agent cut off from the API server.
 //   - offline_test.go: the offline-first agent through a dead zone: restarts
 //     serving its stored view, queued upgrades run (or refused) on

@@ -40,9 +40,23 @@ type env struct {
 }
 
 // newEnv creates a cluster with the given number of edge nodes for the test,
-// deleted when the test ends, with a namespace for its objects. A missing
-// binary fails the test: the suite never passes by not running.
+// heartbeating every nodeHeartbeat, deleted when the test ends, with a
+// namespace for its objects. A missing binary fails the test: the suite
+// never passes by not running.
 func newEnv(t *testing.T, nodes int) *env {
+	t.Helper()
+	return newEnvWith(t, harness.ClusterOptions{Nodes: nodes, NodeHeartbeat: nodeHeartbeat})
+}
+
+// newKubeletEnv is newEnv with nodes that heartbeat as kubelets do with
+// their defaults: node Leases renewed every 10 s, status every 5 minutes.
+func newKubeletEnv(t *testing.T, nodes int) *env {
+	t.Helper()
+	return newEnvWith(t, harness.ClusterOptions{Nodes: nodes, NodeLeases: true})
+}
+
+// newEnvWith is newEnv with the cluster opts describe (named after the test).
+func newEnvWith(t *testing.T, opts harness.ClusterOptions) *env {
 	t.Helper()
 	h, err := harness.New(harness.Options{LogDir: filepath.Join(".cache", "e2e", t.Name())})
 	if err != nil {
@@ -61,11 +75,12 @@ func newEnv(t *testing.T, nodes int) *env {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	if _, err := h.StartCluster(ctx, harness.ClusterOptions{Name: clusterName(t), Nodes: nodes, NodeHeartbeat: nodeHeartbeat}); err != nil {
+	opts.Name = clusterName(t)
+	if _, err := h.StartCluster(ctx, opts); err != nil {
 		t.Fatalf("creating the local cluster: %v", err)
 	}
 	e.cluster = h.Cluster
-	t.Logf("cluster %s with %d nodes up in %s; logs in %s", e.cluster.Name, nodes, time.Since(start).Round(time.Millisecond), e.logDir)
+	t.Logf("cluster %s with %d nodes up in %s; logs in %s", e.cluster.Name, opts.Nodes, time.Since(start).Round(time.Millisecond), e.logDir)
 	e.createNamespace(ctx)
 	return e
 }

@@ -56,18 +56,6 @@ func (e *env) startAgent(node, kubeconfig string, extra ...string) agent {
 	return agent{node: a.Node, addr: a.Addr, stateDir: stateDir}
 }
 
-// start runs a binary logging to the test's log dir and stops it at cleanup,
-// failing the test if it had exited on its own meanwhile.
-func (e *env) start(name string, argv ...string) *proc.Process {
-	e.t.Helper()
-	p, err := e.h.Start(name, argv...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.stopAtCleanup(p)
-	return p
-}
-
 // stopAtCleanup stops p when the test ends, failing the test if it had
 // exited on its own meanwhile.
 func (e *env) stopAtCleanup(p *proc.Process) {

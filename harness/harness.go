@@ -93,8 +93,11 @@ type ClusterOptions struct {
 	// Nodes is how many edge nodes it starts with.
 	Nodes int
 	// NodeHeartbeat is how often the nodes report their status; zero means
-	// a kubelet's 10-15 s (see localcluster.Options).
+	// every 10-15 s (see localcluster.Options).
 	NodeHeartbeat time.Duration
+	// NodeLeases makes the nodes heartbeat as kubelets do: node Leases every
+	// 10 s, status every 5 minutes (see localcluster.Heartbeat).
+	NodeLeases bool
 }
 
 // StartCluster creates the run's cluster, kwokctl's output going to
@@ -107,7 +110,8 @@ func (h *Harness) StartCluster(ctx context.Context, opts ClusterOptions) (remove
 		return false, fmt.Errorf("creating the cluster log: %w", err)
 	}
 	clusterOpts := localcluster.Options{
-		Root: h.Root, Name: opts.Name, Kubeconfig: opts.Kubeconfig, Nodes: opts.Nodes, NodeHeartbeat: opts.NodeHeartbeat, Log: h.clusterLog,
+		Root: h.Root, Name: opts.Name, Kubeconfig: opts.Kubeconfig, Nodes: opts.Nodes,
+		NodeHeartbeat: opts.NodeHeartbeat, NodeLeases: opts.NodeLeases, Log: h.clusterLog,
 	}
 	if h.lock != nil {
 		if removedLeftover, err = localcluster.RemoveLeftover(ctx, clusterOpts); err != nil {

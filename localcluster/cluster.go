@@ -51,11 +51,15 @@ type Options struct {
 	// Log receives kwokctl's and kubectl's output; nil discards it.
 	Log io.Writer
 	// NodeHeartbeat is how often the nodes report their status, their only
-	// heartbeat (there are no node leases): every NodeHeartbeat to
-	// 1.5 × NodeHeartbeat. Zero means every 10-15 s, as a kubelet. The
-	// controller's proof of life waits for one heartbeat per wave, so tests
-	// of whole rollouts shorten it.
+	// heartbeat without NodeLeases: every NodeHeartbeat to
+	// 1.5 × NodeHeartbeat. Zero means every 10-15 s. The controller's proof
+	// of life waits for one heartbeat per wave, so tests of whole rollouts
+	// shorten it. With NodeLeases it must be zero.
 	NodeHeartbeat time.Duration
+	// NodeLeases makes the nodes heartbeat as kubelets do: node Leases
+	// renewed every 10 s and the status written every 5 minutes (see
+	// Heartbeat, and what a cut-off node does then).
+	NodeLeases bool
 }
 
 // Cluster is a running local cluster.
@@ -73,7 +77,7 @@ type Cluster struct {
 
 	workDir   string
 	log       io.Writer
-	heartbeat time.Duration
+	heartbeat Heartbeat
 }
 
 // Create starts a cluster with kwokctl's binary runtime and adds opts.Nodes
@@ -86,6 +90,9 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, ErrNeedsLinux
 	}
 	c := newCluster(opts)
+	if err := c.heartbeat.Validate(); err != nil {
+		return nil, err
+	}
 	if err := c.Tools.Check(ClusterBinaries...); err != nil {
 		return nil, err
 	}
@@ -145,7 +152,7 @@ func newCluster(opts Options) *Cluster {
 		Tools:      ToolsIn(opts.Root),
 		workDir:    filepath.Join(opts.Root, ".kwok"),
 		log:        opts.Log,
-		heartbeat:  opts.NodeHeartbeat,
+		heartbeat:  Heartbeat{Leases: opts.NodeLeases, Interval: opts.NodeHeartbeat},
 	}
 	if c.Kubeconfig == "" {
 		c.Kubeconfig = filepath.Join(c.workDir, opts.Name+".kubeconfig")
@@ -186,9 +193,6 @@ func (c *Cluster) create(ctx context.Context) error {
 		// The node lifecycle controller checks nodes every 5 s and gives up on
 		// one after 40 s without a heartbeat (factor 5: 25 s and 200 s).
 		"--heartbeat-factor", "1",
-		// Without node leases a node's status is its only heartbeat, and the
-		// stages stop it for a cut-off node (KWOK renews every lease it knows).
-		"--extra-args", "kwok-controller=node-lease-duration-seconds=0",
 		// One instance of each: with leader election they exit when the API
 		// server is away past their renew deadline (10 s), and the cluster
 		// would be left without its DaemonSet controller or scheduler.

@@ -4,7 +4,6 @@ package localcluster
 
 import (
 	"context"
-	"time"
 )
 
 // waitComponents cannot check the components without Linux's /proc; Create
@@ -13,8 +12,8 @@ func (c *Cluster) waitComponents(context.Context) error {
 	return ErrNeedsLinux
 }
 
-// SetNodeHeartbeat restarts kwok-controller, found through /proc; without
+// SetHeartbeat restarts kwok-controller, found through /proc; without
 // Linux there is no cluster to change.
-func (c *Cluster) SetNodeHeartbeat(context.Context, time.Duration) error {
+func (c *Cluster) SetHeartbeat(context.Context, Heartbeat) error {
 	return ErrNeedsLinux
 }

@@ -14,8 +14,11 @@
 //
 // Where each concern lives:
 //   - tools.go: the binaries in bin/.
-//   - stages.go, stages/: the kwokctl configuration and KWOK stages (with
-//     the node heartbeat interval, Options.NodeHeartbeat).
+//   - heartbeat.go: how the nodes heartbeat (Heartbeat): status writes
+//     every few seconds, or node Leases as kubelets, and what a cut-off node
+//     does in each mode; kwok-controller's flags for it.
+//   - stages.go, stages/: the kwokctl and kwok-controller configuration and
+//     the KWOK stages (with the node-heartbeat stage's delay).
 //   - cluster.go: creating and deleting a cluster.
 //   - components_linux.go: the components' processes, and waiting until
 //     every one of them is alive and listening (components_other.go: the
@@ -26,6 +29,6 @@
 //   - kubeconfig.go: kubeconfigs for service-account tokens or a proxy.
 //   - token.go: service-account tokens, optionally bound to a pod.
 //   - restart_linux.go: stopping a component and starting it again (API
-//     server restarts mid-rollout; kwok-controller with another node
-//     heartbeat interval, SetNodeHeartbeat).
+//     server restarts mid-rollout; kwok-controller with another heartbeat,
+//     SetHeartbeat).
 package localcluster

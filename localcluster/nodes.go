@@ -28,7 +28,8 @@ func NodeName(i int) string {
 }
 
 // AddNodes creates simulated edge nodes managed by KWOK and waits until each
-// is Ready.
+// is Ready. With node Leases they join one by one over a renewal interval
+// (joinLeases).
 func (c *Cluster) AddNodes(ctx context.Context, names ...string) error {
 	for _, name := range names {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -41,8 +42,16 @@ func (c *Cluster) AddNodes(ctx context.Context, names ...string) error {
 				"kubernetes.io/arch":     "amd64",
 			},
 		}}
+		if c.heartbeat.Leases {
+			node.Labels[joiningLabel] = "true"
+		}
 		if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating node %s: %w", name, err)
+		}
+	}
+	if c.heartbeat.Leases {
+		if err := c.joinLeases(ctx, names); err != nil {
+			return err
 		}
 	}
 	for _, name := range names {
@@ -55,8 +64,13 @@ func (c *Cluster) AddNodes(ctx context.Context, names ...string) error {
 
 // WaitNodeReady waits until the node's Ready condition has the given status.
 func (c *Cluster) WaitNodeReady(ctx context.Context, name string, want corev1.ConditionStatus) error {
+	return c.waitNodeReady(ctx, name, want, nodeReadyTimeout)
+}
+
+// waitNodeReady is WaitNodeReady within timeout.
+func (c *Cluster) waitNodeReady(ctx context.Context, name string, want corev1.ConditionStatus, timeout time.Duration) error {
 	var last corev1.ConditionStatus
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, nodeReadyTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil

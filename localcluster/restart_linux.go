@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/health"
 )
@@ -29,26 +30,37 @@ const (
 	apiServerReadyTimeout = 2 * time.Minute
 )
 
-// heartbeatPoll and heartbeatTimeout pace and bound SetNodeHeartbeat's wait
-// for every node to heartbeat again: a list of every node each second, and
-// a few of the slowest heartbeat periods (15 s) before giving up.
+// heartbeatPoll and heartbeatTimeout pace and bound SetHeartbeat's wait
+// for every node to heartbeat again: a list of every node (or Lease) each
+// second, and a few of the slowest heartbeat periods (15 s) before giving up.
 const (
 	heartbeatPoll    = time.Second
 	heartbeatTimeout = 2 * time.Minute
 )
 
-// SetNodeHeartbeat makes the nodes heartbeat every heartbeat to 1.5 ×
-// heartbeat from now on (0: every 10-15 s, as a kubelet), as
-// Options.NodeHeartbeat does at creation, for a run whose parts need
-// different intervals. KWOK reads its stages only at start, so this rewrites
-// the node-heartbeat stage in kwok-controller's configuration and restarts
-// kwok-controller (StopComponent); the other components, the nodes and the
-// pods are untouched. It returns once every node that is not cut off has
-// heartbeat from the restarted kwok-controller, so that its first list of
-// the nodes and pods is over before the caller measures anything.
-func (c *Cluster) SetNodeHeartbeat(ctx context.Context, heartbeat time.Duration) error {
+// SetHeartbeat makes the nodes heartbeat as heartbeat says from now on, as
+// Options.NodeLeases and Options.NodeHeartbeat do at creation, for a run
+// whose parts need different heartbeats. KWOK reads its stages and flags
+// only at start, so this rewrites the node-heartbeat stage in
+// kwok-controller's configuration and restarts kwok-controller
+// (StopComponent) with the heartbeat's flags; the other components, the
+// nodes and the pods are untouched.
+//
+// Leaving Leases deletes every node Lease while kwok-controller is down: a
+// stale Lease must not read as a node's last heartbeat (and a
+// kwok-controller restarted with Leases, an identity of its own, would wait
+// out its predecessor's Leases, 40 s, long enough for the node lifecycle
+// controller to give up on every node). Taking Leases up, the nodes join
+// one by one over a renewal interval (joinLeases). It returns once every
+// node that is not cut off has heartbeat from the restarted
+// kwok-controller, so that its first list of the nodes and pods is over
+// before the caller measures anything.
+func (c *Cluster) SetHeartbeat(ctx context.Context, heartbeat Heartbeat) error {
 	if heartbeat == c.heartbeat {
 		return nil
+	}
+	if err := heartbeat.Validate(); err != nil {
+		return err
 	}
 	config := filepath.Join(c.WorkDir(), "kwok.yaml")
 	data, err := os.ReadFile(config)
@@ -58,12 +70,23 @@ func (c *Cluster) SetNodeHeartbeat(ctx context.Context, heartbeat time.Duration)
 	if data, err = withHeartbeat(data, heartbeat); err != nil {
 		return fmt.Errorf("%s: %w", config, err)
 	}
-	start, err := c.StopComponent(ctx, "kwok-controller")
+	start, err := c.stopComponent(ctx, "kwok-controller", func(argv []string) []string { return withKwokFlags(argv, heartbeat) })
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(config, data, 0o640); err != nil {
 		return fmt.Errorf("writing kwok-controller's configuration: %w", err)
+	}
+	if c.heartbeat.Leases {
+		if err := c.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return fmt.Errorf("deleting the node Leases: %w", err)
+		}
+	}
+	var joining []string
+	if heartbeat.Leases {
+		if joining, err = c.holdBackFromLeases(ctx); err != nil {
+			return err
+		}
 	}
 	// Heartbeat times are whole seconds: one sent by the new kwok-controller
 	// reads after this.
@@ -75,11 +98,31 @@ func (c *Cluster) SetNodeHeartbeat(ctx context.Context, heartbeat time.Duration)
 	if err := c.waitComponents(ctx); err != nil {
 		return err
 	}
+	if err := c.joinLeases(ctx, joining); err != nil {
+		return err
+	}
 	return c.waitHeartbeats(ctx, restarted)
 }
 
+// holdBackFromLeases labels every node that is not cut off joining, so that
+// a kwok-controller started with Leases takes none of them up until
+// joinLeases, and returns their names.
+func (c *Cluster) holdBackFromLeases(ctx context.Context) ([]string, error) {
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: CutOffLabel + "!=true"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes: %w", err)
+	}
+	names := make([]string, len(nodes.Items))
+	for i := range nodes.Items {
+		names[i] = nodes.Items[i].Name
+	}
+	errs := make([]error, len(names))
+	workqueue.ParallelizeUntil(ctx, joinParallelism, len(names), func(i int) { errs[i] = c.setLabel(ctx, names[i], joiningLabel, "true") })
+	return names, errors.Join(errs...)
+}
+
 // waitHeartbeats waits until every node that is not cut off has heartbeat
-// after since.
+// after since: renewed its Lease with Leases, written its status without.
 func (c *Cluster) waitHeartbeats(ctx context.Context, since time.Time) error {
 	var stale int
 	err := wait.PollUntilContextTimeout(ctx, heartbeatPoll, heartbeatTimeout, false, func(ctx context.Context) (bool, error) {
@@ -87,9 +130,28 @@ func (c *Cluster) waitHeartbeats(ctx context.Context, since time.Time) error {
 		if err != nil {
 			return false, err
 		}
+		beat := func(node *corev1.Node) time.Time {
+			if cond := health.NodeCondition(node, corev1.NodeReady); cond != nil {
+				return cond.LastHeartbeatTime.Time
+			}
+			return time.Time{}
+		}
+		if c.heartbeat.Leases {
+			leases, err := c.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			renewed := map[string]time.Time{}
+			for _, l := range leases.Items {
+				if l.Spec.RenewTime != nil {
+					renewed[l.Name] = l.Spec.RenewTime.Time
+				}
+			}
+			beat = func(node *corev1.Node) time.Time { return renewed[node.Name] }
+		}
 		stale = 0
 		for i := range nodes.Items {
-			if cond := health.NodeCondition(&nodes.Items[i], corev1.NodeReady); cond == nil || !cond.LastHeartbeatTime.After(since) {
+			if !beat(&nodes.Items[i]).After(since) {
 				stale++
 			}
 		}
@@ -141,6 +203,12 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) (tim
 // Delete looks for it. start returns the new PID; it does not wait for the
 // component to serve.
 func (c *Cluster) StopComponent(ctx context.Context, component string) (start func() (int, error), err error) {
+	return c.stopComponent(ctx, component, nil)
+}
+
+// stopComponent is StopComponent with the command line edited for the
+// restart, unless edit is nil.
+func (c *Cluster) stopComponent(ctx context.Context, component string, edit func(argv []string) []string) (start func() (int, error), err error) {
 	pid, err := c.pid(component)
 	if err != nil {
 		return nil, err
@@ -148,6 +216,9 @@ func (c *Cluster) StopComponent(ctx context.Context, component string) (start fu
 	argv, env, dir, err := commandOf(pid)
 	if err != nil {
 		return nil, fmt.Errorf("reading how %s was started: %w", component, err)
+	}
+	if edit != nil {
+		argv = edit(argv)
 	}
 	if err := stopPid(ctx, pid, componentStopGrace); err != nil {
 		return nil, fmt.Errorf("stopping %s: %w", component, err)

@@ -7,19 +7,16 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
-	"time"
 )
 
-// stageFiles are the kwokctl configuration (loopback binding) and the KWOK
-// stages of the local cluster. A kwokctl --config file with stages replaces all
-// of kwokctl's default stages, so these hold the delay-free defaults (node
-// initialize and heartbeat, pod ready, complete and delete) plus node-cut-off.
+// stageFiles are the kwokctl configuration (loopback binding), kwok-controller's
+// configuration and the KWOK stages of the local cluster. A kwokctl --config
+// file with stages replaces all of kwokctl's default stages, so these hold the
+// delay-free defaults (node initialize and heartbeat, pod ready, complete and
+// delete) plus node-cut-off, pod-ready-again and the bad images' stages.
 //
 //go:embed stages/*.yaml
 var stageFiles embed.FS
-
-// heartbeatDelay is the node-heartbeat stage's delay as written in its file.
-const heartbeatDelay = "    durationMilliseconds: 10000\n    jitterDurationMilliseconds: 15000\n"
 
 // heartbeatStage opens the node-heartbeat Stage's document, in the embedded
 // file and in the configuration kwokctl writes for kwok-controller alike.
@@ -28,10 +25,14 @@ const heartbeatStage = "kind: Stage\nmetadata:\n  name: node-heartbeat\n"
 // delayLines matches a stage's delay.
 var delayLines = regexp.MustCompile(`(?m)^    durationMilliseconds: \d+\n    jitterDurationMilliseconds: \d+\n`)
 
+// kwokctlConfigFile is the embedded KwokctlConfiguration, which writeConfig
+// completes with kwok-controller's flags for the heartbeat.
+const kwokctlConfigFile = "stages/kwok.yaml"
+
 // writeConfig writes the kwokctl configuration and all stages into one
-// multi-document YAML file at path, with a node heartbeat every heartbeat to
-// 1.5 × heartbeat (0: the stage's own 10-15 s).
-func writeConfig(path string, heartbeat time.Duration) error {
+// multi-document YAML file at path, with the node-heartbeat stage's delay
+// for heartbeat.
+func writeConfig(path string, heartbeat Heartbeat) error {
 	names, err := fs.Glob(stageFiles, "stages/*.yaml")
 	if err != nil {
 		return fmt.Errorf("listing the embedded stages: %w", err)
@@ -44,6 +45,9 @@ func writeConfig(path string, heartbeat time.Duration) error {
 		}
 		buf.WriteString("---\n")
 		buf.Write(data)
+		if name == kwokctlConfigFile {
+			buf.WriteString(heartbeat.componentsPatch())
+		}
 	}
 	config, err := withHeartbeat(buf.Bytes(), heartbeat)
 	if err != nil {
@@ -56,14 +60,11 @@ func writeConfig(path string, heartbeat time.Duration) error {
 }
 
 // withHeartbeat returns config, YAML documents holding the node-heartbeat
-// Stage once, with that stage's delay set for a heartbeat every heartbeat to
-// 1.5 × heartbeat (0: the stage's own 10-15 s, heartbeatDelay). The other
-// documents are left as they are.
-func withHeartbeat(config []byte, heartbeat time.Duration) ([]byte, error) {
-	delay := heartbeatDelay
-	if heartbeat > 0 {
-		delay = fmt.Sprintf("    durationMilliseconds: %d\n    jitterDurationMilliseconds: %d\n", heartbeat.Milliseconds(), heartbeat.Milliseconds()*3/2)
-	}
+// Stage once, with that stage's delay set for heartbeat's status writes (see
+// Heartbeat.statusDelay). The other documents are left as they are.
+func withHeartbeat(config []byte, heartbeat Heartbeat) ([]byte, error) {
+	minimum, maximum := heartbeat.statusDelay()
+	delay := fmt.Sprintf("    durationMilliseconds: %d\n    jitterDurationMilliseconds: %d\n", minimum.Milliseconds(), maximum.Milliseconds())
 	docs := bytes.Split(config, []byte("\n---\n"))
 	found := 0
 	for i, doc := range docs {

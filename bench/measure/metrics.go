@@ -27,14 +27,69 @@ func ParseMetrics(body []byte) (Metrics, error) {
 // Sum adds the counter and untyped samples of the family name whose labels
 // include every pair of match (nil matches all); 0 if the family is absent.
 func (m Metrics) Sum(name string, match map[string]string) float64 {
-	family := m[name]
-	if family == nil {
-		return 0
-	}
 	var total float64
-	for _, sample := range family.GetMetric() {
+	for _, s := range m.samples(name, match) {
+		total += s.value
+	}
+	return total
+}
+
+// ByLabel sums the counter and untyped samples of the family name by the
+// value of one label (samples without it under ""); empty if the family is
+// absent.
+func (m Metrics) ByLabel(name, label string) map[string]float64 {
+	sums := map[string]float64{}
+	for _, s := range m.samples(name, nil) {
+		sums[s.labels[label]] += s.value
+	}
+	return sums
+}
+
+// writeVerbs are the verbs of apiserver_request_total that change objects.
+var writeVerbs = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
+
+// WritesByResource sums the API server's answered writes (create, update,
+// patch, delete, of the objects or any subresource, whatever the answer's
+// code) by resource, from apiserver_request_total: every client's.
+func (m Metrics) WritesByResource() map[string]float64 {
+	writes := map[string]float64{}
+	for _, verb := range writeVerbs {
+		for _, sample := range m.samples("apiserver_request_total", map[string]string{"verb": verb}) {
+			writes[sample.labels["resource"]] += sample.value
+		}
+	}
+	return writes
+}
+
+// WatchEventsByResource sums the events the API server sent its watchers
+// (apiserver_watch_events_total), by resource: each change is counted once
+// per watcher that receives it.
+func (m Metrics) WatchEventsByResource() map[string]float64 {
+	return m.ByLabel("apiserver_watch_events_total", "resource")
+}
+
+// Delta is each key's increase from before to after, the keys of after.
+func Delta(after, before map[string]float64) map[string]float64 {
+	d := make(map[string]float64, len(after))
+	for k, v := range after {
+		d[k] = v - before[k]
+	}
+	return d
+}
+
+// sample is one counter or untyped sample of a family, with its labels.
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+// samples lists the counter and untyped samples of family name whose labels
+// include every pair of match (nil matches all).
+func (m Metrics) samples(name string, match map[string]string) []sample {
+	var out []sample
+	for _, s := range m[name].GetMetric() {
 		labels := map[string]string{}
-		for _, l := range sample.GetLabel() {
+		for _, l := range s.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
 		matches := true
@@ -42,10 +97,10 @@ func (m Metrics) Sum(name string, match map[string]string) float64 {
 			matches = matches && labels[k] == v
 		}
 		if matches {
-			total += sample.GetCounter().GetValue() + sample.GetUntyped().GetValue()
+			out = append(out, sample{labels, s.GetCounter().GetValue() + s.GetUntyped().GetValue()})
 		}
 	}
-	return total
+	return out
 }
 
 // APIRequests counts requests the API server has answered, from its
@@ -60,14 +115,20 @@ type APIRequests struct {
 	Conflicts float64
 }
 
+// ScrapeAPIServerMetrics reads the API server's metrics; the client must be
+// allowed GET /metrics.
+func ScrapeAPIServerMetrics(ctx context.Context, client kubernetes.Interface) (Metrics, error) {
+	body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	return ParseMetrics(body)
+}
+
 // ScrapeAPIServer reads the API server's request counters; the client must
 // be allowed GET /metrics.
 func ScrapeAPIServer(ctx context.Context, client kubernetes.Interface) (APIRequests, error) {
-	body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return APIRequests{}, fmt.Errorf("scraping the API server's metrics: %w", err)
-	}
-	m, err := ParseMetrics(body)
+	m, err := ScrapeAPIServerMetrics(ctx, client)
 	if err != nil {
 		return APIRequests{}, err
 	}

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,6 +38,36 @@ func TestMetricsSumMatchesEveryLabelGiven(t *testing.T) {
 		if got := m.Sum(tc.name, tc.match); got != tc.want {
 			t.Errorf("Sum(%s, %v) = %v, want %v", tc.name, tc.match, got, tc.want)
 		}
+	}
+}
+
+func TestMetricsByResource(t *testing.T) {
+	body, err := os.ReadFile("testdata/apiserver.metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseMetrics(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pods: 480 + 3 status patches and 5 creations; daemonsets: 2 updates
+	// (the 409s count: the API server answered them); the LIST is no write.
+	if got, want := m.WritesByResource(), map[string]float64{"pods": 488, "daemonsets": 2}; !maps.Equal(got, want) {
+		t.Errorf("WritesByResource: got %v, want %v", got, want)
+	}
+	watch := m.WatchEventsByResource()
+	if want := map[string]float64{"leases": 27, "pods": 4, "nodes": 6}; !maps.Equal(watch, want) {
+		t.Errorf("WatchEventsByResource: got %v, want %v", watch, want)
+	}
+	if got, want := m.ByLabel("edgeota_controller_conditions_written_total", "type"), map[string]float64{"PodNeedUpgrade": 500, "PodImageReady": 7}; !maps.Equal(got, want) {
+		t.Errorf("ByLabel: got %v, want %v", got, want)
+	}
+	if got := m.ByLabel("no_such_family", "type"); len(got) != 0 {
+		t.Errorf("ByLabel of an absent family: got %v, want none", got)
+	}
+	earlier := map[string]float64{"leases": 20, "pods": 4, "gone": 3}
+	if got, want := Delta(watch, earlier), map[string]float64{"leases": 7, "pods": 0, "nodes": 6}; !maps.Equal(got, want) {
+		t.Errorf("Delta: got %v, want %v", got, want)
 	}
 }
 

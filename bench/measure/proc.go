@@ -157,6 +157,31 @@ func (a IO) Minus(b IO) IO {
 	return IO{WriteCalls: a.WriteCalls - b.WriteCalls, WrittenBytes: a.WrittenBytes - b.WrittenBytes, StorageBytes: a.StorageBytes - b.StorageBytes}
 }
 
+// ReadEnviron reads the environment process pid started with, from
+// /proc/PID/environ, which only the process's owner (or root) may read: what
+// the Go runtime read its settings from (GOGC, GOMEMLIMIT).
+func ReadEnviron(pid int) (map[string]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return nil, fmt.Errorf("reading the environment of process %d: %w", pid, err)
+	}
+	return ParseEnviron(data), nil
+}
+
+// ParseEnviron reads a /proc/PID/environ: NAME=value entries, each ended by
+// a NUL byte. An entry without '=' is ignored; a name set twice keeps its
+// first value, as getenv reads it.
+func ParseEnviron(data []byte) map[string]string {
+	env := map[string]string{}
+	for _, entry := range bytes.Split(data, []byte{0}) {
+		name, value, ok := strings.Cut(string(entry), "=")
+		if _, seen := env[name]; ok && !seen {
+			env[name] = value
+		}
+	}
+	return env
+}
+
 // LoadAverage is the machine's 1, 5 and 15 minute load averages from
 // /proc/loadavg, or "unknown": the report states it to date its figures.
 func LoadAverage() string {

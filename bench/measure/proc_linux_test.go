@@ -2,6 +2,7 @@ package measure
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,26 @@ func TestLoadAverage(t *testing.T) {
 func TestKernelRelease(t *testing.T) {
 	if got := KernelRelease(); got == "unknown" || strings.ContainsAny(got, " \n") {
 		t.Errorf("KernelRelease() = %q, want one word", got)
+	}
+}
+
+func TestReadEnvironOfAChild(t *testing.T) {
+	cmd := exec.Command("sleep", "10")
+	cmd.Env = []string{"GOGC=off", "GOMEMLIMIT=64MiB"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Start returns as the child execs, which may be a moment before the
+	// kernel shows its new environment.
+	var env map[string]string
+	for deadline := time.Now().Add(5 * time.Second); len(env) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if env, err = ReadEnviron(cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if env["GOGC"] != "off" || env["GOMEMLIMIT"] != "64MiB" || len(env) != 2 {
+		t.Errorf("got %q, want exactly GOGC=off and GOMEMLIMIT=64MiB", env)
 	}
 }

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -79,5 +80,13 @@ func TestParseIO(t *testing.T) {
 func TestParseIORejectsAMissingField(t *testing.T) {
 	if c, err := ParseIO(strings.NewReader("wchar: 1\nsyscw: 1\n")); err == nil || !strings.Contains(err.Error(), "write_bytes") {
 		t.Errorf("ParseIO without write_bytes = %+v, %v; want an error naming the fields", c, err)
+	}
+}
+
+func TestParseEnviron(t *testing.T) {
+	got := ParseEnviron([]byte("GOGC=200\x00PATH=/bin:/usr/bin\x00EMPTY=\x00junk\x00GOGC=50\x00A=b=c\x00"))
+	want := map[string]string{"GOGC": "200", "PATH": "/bin:/usr/bin", "EMPTY": "", "A": "b=c"}
+	if !maps.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
