@@ -60,11 +60,20 @@ func (h *heartbeats) observe(node string, sent time.Time) []string {
 	}
 	var keys []string
 	for key, after := range h.byNode[node] {
-		if sent.After(after) {
+		if proves(sent, after) {
 			keys = append(keys, key)
 		}
 	}
 	return keys
+}
+
+// proves reports whether a heartbeat sent at sent proves a node alive after
+// its pod settled at settled. A pod's conditions say when it turned ready
+// to the second only, while a Lease's renewTime has microseconds: a renewal
+// at 10.5 s may come before a pod that turned ready at 10.7 s, shown as
+// 10 s. Only a heartbeat from the next whole second on is surely later.
+func proves(sent, settled time.Time) bool {
+	return !sent.Before(settled.Truncate(time.Second).Add(time.Second))
 }
 
 // set replaces the nodes the DaemonSet key waits on, each with the time after
@@ -101,13 +110,6 @@ func (h *heartbeats) set(key string, nodes map[string]time.Time) {
 		}
 		h.byNode[node][key] = after
 	}
-}
-
-// waitedOn reports whether any DaemonSet waits on the node.
-func (h *heartbeats) waitedOn(node string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.byNode[node]) > 0
 }
 
 // Lease polling. A kubelet renews its Lease every quarter of the Lease's

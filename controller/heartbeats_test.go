@@ -138,3 +138,25 @@ func TestRestartMidWave(t *testing.T) {
 		t.Errorf("got pods deleted %v once node-0 settled, want [pod-2]", got)
 	}
 }
+
+// TestHeartbeatProvesOnlyAfterTheSettledSecond: a pod's ready time is known
+// to the second, a Lease renewal to the microsecond: a renewal within the
+// second the pod turned ready may have come before it, and proves nothing.
+func TestHeartbeatProvesOnlyAfterTheSettledSecond(t *testing.T) {
+	settled := time.Date(2026, 11, 25, 10, 0, 10, 0, time.UTC) // shown as 10:00:10, turned ready at 10:00:10.x
+	for _, tc := range []struct {
+		sent time.Time
+		want bool
+	}{
+		{settled.Add(-time.Second), false},
+		{settled, false},
+		{settled.Add(500 * time.Millisecond), false},
+		{settled.Add(999 * time.Millisecond), false},
+		{settled.Add(time.Second), true},
+		{settled.Add(3 * time.Second), true},
+	} {
+		if got := proves(tc.sent, settled); got != tc.want {
+			t.Errorf("a heartbeat at %s for a pod settled at %s: got proves=%v, want %v", tc.sent.Format("15:04:05.000"), settled.Format("15:04:05"), got, tc.want)
+		}
+	}
+}

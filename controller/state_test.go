@@ -86,13 +86,6 @@ type eventWorld struct {
 	seq   int
 }
 
-var debugSteps = false
-
-func runEventsDbg(t *testing.T, strategy Strategy, r *rand.Rand, steps int) {
-	debugSteps = true
-	runEvents(t, strategy, r, steps)
-}
-
 func runEvents(t *testing.T, strategy Strategy, r *rand.Rand, steps int) {
 	const nodes = 10
 	opts := []dsOption{withAnnotation(StrategyAnnotation, string(strategy)), withAnnotation(MaxUnavailableAnnotation, "3"),
@@ -132,9 +125,6 @@ func runEvents(t *testing.T, strategy Strategy, r *rand.Rand, steps int) {
 	w.deliverDeletions()
 	for step := range steps {
 		what := w.step()
-		if debugSteps {
-			t.Logf("step %d: %s", step, what)
-		}
 		if r.IntN(3) == 0 {
 			w.f.sync()
 			got, want := w.f.refreshedView(strategy), w.f.rebuiltView(strategy)
