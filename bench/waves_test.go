@@ -67,20 +67,33 @@ func TestAnalyzeWavesEndsFlightsAsTheControllerDoes(t *testing.T) {
 }
 
 // TestAnalyzeWavesTakesAHeartbeatSeenBeforeThePodByItsTime: the controller
-// compares times, not the order the bench saw the events in: a Lease
-// renewed after the pod's ContainersReady transition (whole seconds) but
-// seen before the pod turned Ready proves the node at once.
+// compares times (controller.ProvesAlive), not the order the bench saw the
+// events in: a Lease renewed from the second after the pod's
+// ContainersReady transition (whole seconds) on, but seen before the pod
+// turned Ready, proves the node at once; one renewed within that second
+// proves nothing, and the node waits for the next.
 func TestAnalyzeWavesTakesAHeartbeatSeenBeforeThePodByItsTime(t *testing.T) {
 	start := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	f := analyzeWaves(start, []flightEvent{
 		{at: at(10), node: "n1", kind: podDeleted},
-		{at: at(1300), node: "n1", kind: heartbeatSeen, sent: at(1290)},
-		{at: at(1400), node: "n1", kind: podSettled, sent: at(1000)}, // ready at 1.39 s, transition read as 1 s
-		{at: at(1450), node: "n2", kind: podDeleted},
+		{at: at(2020), node: "n1", kind: heartbeatSeen, sent: at(2010)},
+		{at: at(2050), node: "n1", kind: podSettled, sent: at(1000)}, // ready at 1.99 s, transition read as 1 s
+		{at: at(2100), node: "n2", kind: podDeleted},
 	}, true)
 	if want := []time.Duration{10 * time.Millisecond, 50 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) || f.proven != 1 || f.proofWait != 0 {
-		t.Errorf("got free to delete %v, %d proven waiting %s; want %v, 1 proven waiting 0s", f.freeToDelete, f.proven, f.proofWait, want)
+		t.Errorf("renewed the second after: got free to delete %v, %d proven waiting %s; want %v, 1 proven waiting 0s", f.freeToDelete, f.proven, f.proofWait, want)
+	}
+
+	f = analyzeWaves(start, []flightEvent{
+		{at: at(10), node: "n1", kind: podDeleted},
+		{at: at(1300), node: "n1", kind: heartbeatSeen, sent: at(1290)},
+		{at: at(1400), node: "n1", kind: podSettled, sent: at(1000)}, // ready at 1.39 s: the renewal may come before it
+		{at: at(11300), node: "n1", kind: heartbeatSeen, sent: at(11290)},
+		{at: at(11350), node: "n2", kind: podDeleted},
+	}, true)
+	if want := []time.Duration{10 * time.Millisecond, 50 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) || f.proven != 1 || f.proofWait != 9900*time.Millisecond {
+		t.Errorf("renewed within the second: got free to delete %v, %d proven waiting %s; want %v, 1 proven waiting 9.9s", f.freeToDelete, f.proven, f.proofWait, want)
 	}
 }
 

@@ -60,19 +60,20 @@ func (h *heartbeats) observe(node string, sent time.Time) []string {
 	}
 	var keys []string
 	for key, after := range h.byNode[node] {
-		if proves(sent, after) {
+		if ProvesAlive(sent, after) {
 			keys = append(keys, key)
 		}
 	}
 	return keys
 }
 
-// proves reports whether a heartbeat sent at sent proves a node alive after
-// its pod settled at settled. A pod's conditions say when it turned ready
-// to the second only, while a Lease's renewTime has microseconds: a renewal
-// at 10.5 s may come before a pod that turned ready at 10.7 s, shown as
-// 10 s. Only a heartbeat from the next whole second on is surely later.
-func proves(sent, settled time.Time) bool {
+// ProvesAlive reports whether a heartbeat sent at sent proves a node alive
+// after its new pod settled at settled: the failure brake's proof of life,
+// which the bench replays. A pod's conditions say when it turned ready to
+// the second only, while a Lease's renewTime has microseconds: a renewal at
+// 10.5 s may come before a pod that turned ready at 10.7 s, shown as 10 s.
+// Only a heartbeat from the next whole second on is surely later.
+func ProvesAlive(sent, settled time.Time) bool {
 	return !sent.Before(settled.Truncate(time.Second).Add(time.Second))
 }
 

@@ -155,7 +155,7 @@ func TestHeartbeatProvesOnlyAfterTheSettledSecond(t *testing.T) {
 		{settled.Add(time.Second), true},
 		{settled.Add(3 * time.Second), true},
 	} {
-		if got := proves(tc.sent, settled); got != tc.want {
+		if got := ProvesAlive(tc.sent, settled); got != tc.want {
 			t.Errorf("a heartbeat at %s for a pod settled at %s: got proves=%v, want %v", tc.sent.Format("15:04:05.000"), settled.Format("15:04:05"), got, tc.want)
 		}
 	}

@@ -197,7 +197,7 @@ func (c *Controller) judgeNode(name string, np nodePods, in *judgeInput) nodeVer
 		v := health.Judge(np.newPod, np.newPod.CreationTimestamp.Time, in.ds.Spec.MinReadySeconds, deadline, in.now)
 		var settled time.Time
 		if v.State == health.Settled && np.oldPod == nil && !np.several {
-			if settled = settledAt(np.newPod, in.ds.Spec.MinReadySeconds); proves(lastHeartbeat(node, c.heartbeats.seen(name)), settled) {
+			if settled = settledAt(np.newPod, in.ds.Spec.MinReadySeconds); ProvesAlive(lastHeartbeat(node, c.heartbeats.seen(name)), settled) {
 				if !ready {
 					return nodeVerdict{state: nodeSkipped} // offline after proving itself: not the version's fault
 				}
