@@ -30,8 +30,9 @@
 //     upgrades.go: the view kept current from the pod cache, ListUpgrades;
 //     watch.go: WatchUpgrades' bounded fan-out (snapshot, upserts, deletes,
 //     heartbeats, slow readers cut off) over gRPC and its own REST route;
-//     targets.go: the target revisions' images, one ControllerRevision read
-//     per new revision, jittered, kept in the state directory.
+//     target.go: the offered revision's images and progress deadline, read
+//     from the controller's offer on the pod (package podchannel), so the
+//     agent reads nothing but its node's pods.
 //   - validate.go: namespace and name validation of path parameters.
 //   - errors.go: gRPC codes, HTTP statuses and API-server error mapping.
 //   - rest.go: content negotiation, plain-text bodies and the error handler

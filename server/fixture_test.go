@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/statedir"
 )
@@ -84,8 +84,7 @@ type fixtureOptions struct {
 	// link, when set, stands between the agent's live calls and the fake API
 	// server, installed before the agent starts.
 	link *link
-	// upgrades configures the owner's view; target revisions are read from
-	// the fake clientset without jitter unless it says otherwise.
+	// upgrades configures the owner's view.
 	upgrades UpgradeOptions
 }
 
@@ -95,18 +94,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	if opts.logger != nil {
 		ctx = klog.NewContext(ctx, *opts.logger)
 	}
-	// ControllerRevisions are served by a clientset of their own: the
-	// owner's view reads them in the background, while tests add reactors
-	// to the pods' clientset, which the fake does not guard.
-	var pods, revisions []runtime.Object
-	for _, o := range objs {
-		if _, ok := o.(*appsv1.ControllerRevision); ok {
-			revisions = append(revisions, o)
-		} else {
-			pods = append(pods, o)
-		}
-	}
-	client := fake.NewClientset(pods...)
+	client := fake.NewClientset(objs...)
 	if opts.link != nil {
 		opts.link.install(client)
 	}
@@ -121,12 +109,6 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	var queue *ActionQueue
 	if opts.stateDir != nil {
 		queue = NewActionQueue(ctx, opts.stateDir, opts.queuedActionTTL, nil)
-	}
-	if opts.upgrades.Revisions == nil {
-		opts.upgrades.Revisions = typedClient{fake.NewClientset(revisions...)}
-	}
-	if opts.upgrades.TargetJitter == 0 {
-		opts.upgrades.TargetJitter = time.Nanosecond
 	}
 	svc := New(testNode, actions, podCache, Options{APITimeout: opts.apiTimeout, Auth: opts.auth, Queue: queue, Upgrades: opts.upgrades})
 	if opts.unsynced {
@@ -212,10 +194,6 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 type typedClient struct{ kubernetes.Interface }
 
 func (c typedClient) Pods(namespace string) Pods { return c.CoreV1().Pods(namespace) }
-
-func (c typedClient) GetControllerRevision(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
-	return c.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
-}
 
 // IsWatchListSemanticsUnSupported passes on the fake clientset's answer, which
 // tells the pod cache's reflector to list and then watch: the fake cannot
@@ -309,6 +287,26 @@ func deleting() podOption {
 		p.DeletionTimestamp = &now
 		p.Finalizers = []string{"test/keep"}
 	}
+}
+
+func withAnnotation(key, value string) podOption {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[key] = value
+	}
+}
+
+// offered puts the controller's offer of revision hash on the pod, as it
+// writes it with PodNeedUpgrade: the target's images, and its progress
+// deadline (zero: none).
+func offered(hash string, images map[string]string, deadlineSeconds int64) podOption {
+	value, err := podchannel.Encode(&podchannel.Offer{Revision: hash, Images: images, ProgressDeadlineSeconds: deadlineSeconds})
+	if err != nil {
+		panic(err) // a map of strings always encodes
+	}
+	return withAnnotation(podchannel.OfferAnnotation, value)
 }
 
 func ownedBy(kind string) podOption {

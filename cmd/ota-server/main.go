@@ -39,6 +39,10 @@ const drainTimeout = 10 * time.Second
 // deploy/server.yaml mounts.
 const defaultStateDir = "/var/lib/edgeota"
 
+// staleTargetsFile is the file of target images earlier agents kept in the
+// state directory.
+const staleTargetsFile = "targets.json"
+
 type options struct {
 	kubeconfig  string
 	nodeName    string
@@ -54,7 +58,6 @@ type options struct {
 	stateDir        string
 	upgradeDeadline time.Duration
 	maxWatchers     int
-	targetJitter    time.Duration
 	queuedActionTTL time.Duration
 }
 
@@ -77,11 +80,10 @@ func main() {
 	fs.StringVar(&opts.tlsKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
 	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "PEM CA bundle; client certificates it signed authenticate their CN as the user and O as the groups (needs TLS)")
 	fs.StringVar(&opts.tokenFile, "token-auth-file", "", "bearer tokens in kube-apiserver's static token file format: token,user,uid,\"group1,group2\" (needs TLS off loopback)")
-	fs.StringVar(&opts.stateDir, "state-dir", defaultStateDir, "directory (0700, created if missing) where the agent keeps its view of the pods, the queued actions and the target revisions' images across restarts; empty disables them")
+	fs.StringVar(&opts.stateDir, "state-dir", defaultStateDir, "directory (0700, created if missing) where the agent keeps its view of the pods and the queued actions across restarts; empty disables them")
 	fs.DurationVar(&opts.queuedActionTTL, "queued-action-ttl", server.DefaultQueuedActionTTL, "how long an action queued while the API server is unreachable waits before it expires")
 	fs.DurationVar(&opts.upgradeDeadline, "upgrade-deadline", health.DefaultDeadline, "how long an upgraded pod may take to become available before its upgrade counts as FAILED, unless its DaemonSet sets "+health.ProgressDeadlineAnnotation)
 	fs.IntVar(&opts.maxWatchers, "max-watchers", server.DefaultMaxWatchers, "concurrent WatchUpgrades streams; beyond, RESOURCE_EXHAUSTED / 429")
-	fs.DurationVar(&opts.targetJitter, "target-read-jitter", server.DefaultTargetJitter, "a new target revision's images are read after a random delay up to this, so that a fleet does not read at once")
 	command.Main(fs, func(ctx context.Context) error { return run(ctx, opts) })
 }
 
@@ -115,9 +117,6 @@ func (o options) validate() error {
 	}
 	if o.maxWatchers <= 0 {
 		return fmt.Errorf("--max-watchers %d must be positive", o.maxWatchers)
-	}
-	if o.targetJitter < 0 {
-		return fmt.Errorf("--target-read-jitter %s must not be negative", o.targetJitter)
 	}
 	return nil
 }
@@ -170,6 +169,12 @@ func run(ctx context.Context, o options) error {
 		if dir, err = statedir.Open(o.stateDir); err != nil {
 			return fmt.Errorf("--state-dir: %w", err)
 		}
+		// Earlier agents kept there the target revisions' images they read
+		// from ControllerRevisions; they now come with the pods (the
+		// controller's offer, package podchannel), and the file is stale.
+		if err := dir.Remove(staleTargetsFile); err != nil {
+			logger.Info("Could not remove a stale file from the state directory", "file", staleTargetsFile, "err", err)
+		}
 	} else {
 		logger.Info("No --state-dir: the view of the pods is lost at every restart and actions cannot be queued")
 	}
@@ -184,24 +189,13 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
-
-	revisions, err := server.NewRevisionReader(config)
-	if err != nil {
-		return fmt.Errorf("creating the API client: %w", err)
-	}
 	var queue *server.ActionQueue
 	if dir != nil {
 		queue = server.NewActionQueue(ctx, dir, o.queuedActionTTL, clock)
 	}
 	pods := server.NewPodCache(ctx, client, o.nodeName, server.PodCacheOptions{Clock: clock, StateDir: dir})
 	svc := server.New(o.nodeName, client, pods, server.Options{APITimeout: o.apiTimeout, Auth: auth, Clock: clock, Queue: queue,
-		Upgrades: server.UpgradeOptions{
-			Deadline:     o.upgradeDeadline,
-			MaxWatchers:  o.maxWatchers,
-			Revisions:    revisions,
-			TargetJitter: o.targetJitter,
-			StateDir:     dir,
-		}})
+		Upgrades: server.UpgradeOptions{Deadline: o.upgradeDeadline, MaxWatchers: o.maxWatchers}})
 	handler, err := server.NewHandler(ctx, svc)
 	if err != nil {
 		return err
