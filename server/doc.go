@@ -16,9 +16,11 @@
 //   - listpods.go, convert.go: ListPods and the v1.Pod → PodList mapping;
 //     encoding.go: the last PodList's JSON and protobuf encodings, reused
 //     while the cache is unchanged.
-//   - upgrade.go: Upgrade and ImagePull, the checks they share, and what a
-//     delete or status patch whose answer was lost did (read again by UID,
-//     or as the pod cache saw it).
+//   - upgrade.go: Upgrade and ImagePull, the live read of one pod (a list of
+//     the node's pods by name, which a node's identity may make; a dry-run
+//     delete that deletes nothing tells a missing pod from another node's),
+//     the checks they share, and what a delete or status patch whose answer
+//     was lost did (read again by UID, or as the pod cache saw it).
 //   - queue.go: the queue of actions asked for with queue_if_offline while
 //     the API server is unreachable, kept in the state directory, and their
 //     outcomes; actions.go: queuing them, ListActions, CancelAction, and
@@ -51,8 +53,9 @@
 // handler.go (NewHandler: one http.Handler; HTTP/2 gRPC requests go to the
 // gRPC server, the rest to grpc-gateway, the watch route to watch.go) →
 // auth.go (the caller and the access its RPC needs, grpcAccess/restAccess) →
-// validate.go (path segments) → upgrade.go (Server.Upgrade → checkedPod: a
-// live GET through client.go, then the contract's checks in order) →
+// validate.go (path segments) → upgrade.go (Server.Upgrade → livePod: a
+// live read through client.go, a list of this node's pods by name, then the
+// contract's checks in order) →
 // client.go (the DELETE with UID and resourceVersion preconditions) →
 // errors.go (API errors to gRPC codes) → rest.go (the code and body the
 // caller negotiated). With queue_if_offline and the API server out of reach,

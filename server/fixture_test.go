@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -95,6 +98,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		ctx = klog.NewContext(ctx, *opts.logger)
 	}
 	client := fake.NewClientset(objs...)
+	asAPIServer(client)
 	if opts.link != nil {
 		opts.link.install(client)
 	}
@@ -187,6 +191,63 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		handler: h,
 		stop:    stop,
 	}
+}
+
+// asAPIServer makes the fake clientset answer lists and deletes of pods as
+// the API server does where the agent relies on it, which the fake alone does
+// not: a list honours its field selector (spec.nodeName, metadata.name), and
+// a delete its dry run and its preconditions (409 when the UID or
+// resourceVersion differs). Reactors prepended later (a link, a failing call)
+// run before these.
+func asAPIServer(client *fake.Clientset) {
+	tracker := client.Tracker()
+	carryOut := k8stesting.ObjectReaction(tracker)
+	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := carryOut(a)
+		list, ok := obj.(*corev1.PodList)
+		if !handled || err != nil || !ok {
+			return handled, obj, err
+		}
+		selector := a.(k8stesting.ListAction).GetListRestrictions().Fields
+		kept := list.Items[:0]
+		for _, p := range list.Items {
+			if selector == nil || selector.Matches(fields.Set{"metadata.name": p.Name, "metadata.namespace": p.Namespace, "spec.nodeName": p.Spec.NodeName}) {
+				kept = append(kept, p)
+			}
+		}
+		list.Items = kept
+		return true, list, nil
+	})
+	client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		del := a.(k8stesting.DeleteAction)
+		obj, err := tracker.Get(podsGVR, del.GetNamespace(), del.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		pod := obj.(*corev1.Pod)
+		opts := del.GetDeleteOptions()
+		if pre := opts.Preconditions; pre != nil &&
+			(pre.UID != nil && *pre.UID != pod.UID || pre.ResourceVersion != nil && *pre.ResourceVersion != pod.ResourceVersion) {
+			return true, nil, apierrors.NewConflict(podsResource, pod.Name,
+				errors.New("Precondition failed: the UID or resourceVersion in the precondition is not the pod's"))
+		}
+		if slices.Contains(opts.DryRun, metav1.DryRunAll) {
+			return true, nil, nil
+		}
+		return false, nil, nil
+	})
+}
+
+// liveRead reports whether a is the agent's live read of one pod: a list of
+// pods whose field selector names the pod, not the pod cache's list of the
+// node's pods.
+func liveRead(a k8stesting.Action) bool {
+	list, ok := a.(k8stesting.ListAction)
+	if !ok {
+		return false
+	}
+	_, named := list.GetListRestrictions().Fields.RequiresExactMatch("metadata.name")
+	return named
 }
 
 // typedClient is the agent's Client over client-go's typed clientset, real or

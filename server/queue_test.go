@@ -68,9 +68,13 @@ var errAnswerLost = errors.New(`Delete "https://10.0.0.1:6443/api/v1/namespaces/
 // before the agent starts (see fixtureOptions.link).
 func (l *link) install(client *fake.Clientset) {
 	carryOut := k8stesting.ObjectReaction(client.Tracker())
-	for _, verb := range []string{"get", "delete", "patch"} {
+	for _, verb := range []string{"list", "delete", "patch"} {
 		client.PrependReactor(verb, "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			write := a.GetVerb() != "get"
+			if verb == "list" && !liveRead(a) {
+				// The pod cache's list of the node's pods goes through.
+				return false, nil, nil
+			}
+			write := verb != "list"
 			switch {
 			case l.cut.Load():
 				return true, nil, errLinkDown
@@ -239,7 +243,9 @@ func TestQueueingChecksTheLastKnownView(t *testing.T) {
 		wantInBody  string
 	}{
 		{"ghost", "upgrade", 404, "not found in the agent's last known view"},
-		{"elsewhere", "upgrade", 403, "runs on node"},
+		// The view holds this node's pods only (the cache lists them by
+		// spec.nodeName), so another node's pod is not known at all.
+		{"elsewhere", "upgrade", 404, "not found in the agent's last known view"},
 		{"deleting", "imagepull", 403, "is being deleted"},
 		{"bare", "upgrade", 400, "not controlled by a DaemonSet"},
 		{"current", "imagepull", 403, "has no newer version"},
