@@ -6,6 +6,11 @@
 //   - client.go: the agent's API client, core/v1 pods only: what it asks of
 //     the API server, and NewClient, which links and starts none of
 //     client-go's clientset (every API group), to keep the agent small.
+//   - identity.go: who the agent is to the API server (its node or its
+//     service account, settled by package apiidentity at the API server's
+//     first answer), the Client that acts as it, and until then a Client
+//     that answers as an unreachable API server; metrics.go: /metrics,
+//     edgeota_agent_identity.
 //   - podcache.go: the node's pod cache, and when it last heard from the API
 //     server; apiclock.go: that time by the API server's clock (its Date
 //     header); freshness.go: that time as the ListPods header
@@ -39,20 +44,17 @@
 //   - errors.go: gRPC codes, HTTP statuses and API-server error mapping.
 //   - rest.go: content negotiation, plain-text bodies and the error handler
 //     that keep OpenYurt's and ACK Edge's curl scripts working.
-//   - auth.go: who calls (bearer token or client certificate) and what each
-//     group may do, for both protocols; tokenfile.go: kube-apiserver's static
-//     token file format; tls.go: the serving and client-CA TLS configuration.
 //   - audit.go: one audit line per ImagePull and Upgrade, REST or gRPC, and
 //     one per end of a queued action.
 //   - recover.go: a panic answers 500 / Internal instead of killing the agent.
-//   - handler.go, serve.go: one port for gRPC, REST and health (readiness:
-//     which view is served and how old); request limits and timeouts;
-//     graceful shutdown.
+//   - handler.go, serve.go: one port for gRPC, REST, health (readiness:
+//     which view is served and how old, and the identity in force) and
+//     metrics; request limits and timeouts; graceful shutdown.
 //
 // The data path of a request, e.g. POST .../pods/{name}/upgrade:
 // handler.go (NewHandler: one http.Handler; HTTP/2 gRPC requests go to the
 // gRPC server, the rest to grpc-gateway, the watch route to watch.go) →
-// auth.go (the caller and the access its RPC needs, grpcAccess/restAccess) →
+// package ownerauth (the caller, and the access its RPC needs) →
 // validate.go (path segments) → upgrade.go (Server.Upgrade → livePod: a
 // live read through client.go, a list of this node's pods by name, then the
 // contract's checks in order) →
@@ -61,13 +63,15 @@
 // caller negotiated). With queue_if_offline and the API server out of reach,
 // upgrade.go hands the request to actions.go instead.
 //
-// Why one package: the transport and security files are thin and specific
-// to this service: the authorization table names each RPC, the REST error
-// handler and negotiation know each response text, the watch route is served
-// by hand beside the gateway. Split out, each would need the service's
-// internals exported for one caller; kept here, every step of the path above
-// is one file away from the next. The generic pieces already live outside:
-// statedir (atomic, versioned files), podcondition (the one-condition patch),
+// Why one package: the transport files are thin and specific to this
+// service: the REST error handler and negotiation know each response text,
+// the watch route is served by hand beside the gateway. Split out, each
+// would need the service's internals exported for one caller; kept here,
+// every step of the path above is one file away from the next. What has a
+// life of its own lives outside: ownerauth (who calls the agent and what each
+// group may do: tokens, client certificates, TLS), apiidentity (who the
+// agent is to the API server), statedir (atomic, versioned files),
+// podcondition and podchannel (the status patch and what rides in it),
 // health (readiness and the failure rule).
 //
 // Fuzz targets: FuzzValidatePodRef, FuzzREST (any request through the whole

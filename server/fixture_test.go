@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/statedir"
@@ -66,7 +67,7 @@ type fixtureOptions struct {
 	// apiTimeout bounds live API calls (DefaultAPIServerTimeout when zero).
 	apiTimeout time.Duration
 	// auth configures authentication; the zero value is anonymous access.
-	auth Authenticator
+	auth ownerauth.Authenticator
 	// tls serves TLS with this configuration; clientTLS is what the fixture's
 	// own clients present.
 	tls, clientTLS *tls.Config
@@ -89,6 +90,10 @@ type fixtureOptions struct {
 	link *link
 	// upgrades configures the owner's view.
 	upgrades UpgradeOptions
+	// identity, when set, stands between the agent and the fake API server
+	// as cmd/ota-server puts it there, not settled: the fixture does not wait
+	// for the cache to sync.
+	identity *APIIdentity
 }
 
 func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixture {
@@ -105,16 +110,21 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	if opts.watcher != nil {
 		client.PrependWatchReactor("pods", k8stesting.DefaultWatchReactor(opts.watcher, nil))
 	}
-	podCache := NewPodCache(ctx, typedClient{client}, testNode, PodCacheOptions{StateDir: opts.stateDir})
+	var api Client = typedClient{client}
+	if opts.identity != nil {
+		api = opts.identity
+	}
+	podCache := NewPodCache(ctx, api, testNode, PodCacheOptions{StateDir: opts.stateDir})
 	actions := opts.actions
 	if actions == nil {
-		actions = typedClient{client}
+		actions = api
 	}
 	var queue *ActionQueue
 	if opts.stateDir != nil {
 		queue = NewActionQueue(ctx, opts.stateDir, opts.queuedActionTTL, nil)
 	}
-	svc := New(testNode, actions, podCache, Options{APITimeout: opts.apiTimeout, Auth: opts.auth, Queue: queue, Upgrades: opts.upgrades})
+	svc := New(testNode, actions, podCache, Options{APITimeout: opts.apiTimeout, Auth: opts.auth, Queue: queue, Upgrades: opts.upgrades,
+		Identity: opts.identity})
 	if opts.unsynced {
 		svc.synced = func() bool { return false }
 	}
@@ -132,7 +142,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	go func() { defer close(informerDone); podCache.Run(ctx) }()
 	queueDone := make(chan struct{})
 	go func() { defer close(queueDone); svc.RunQueue(ctx) }()
-	if !opts.unsynced {
+	if !opts.unsynced && opts.identity == nil {
 		cache.WaitForCacheSync(ctx.Done(), podCache.HasSynced)
 	}
 

@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -394,7 +395,7 @@ func TestQueuedUpgradeIsRefused(t *testing.T) {
 // file, is refused.
 func TestQueuedActionCallerMustStillBeAllowed(t *testing.T) {
 	dir := openStateDir(t)
-	first, _ := offlineFixture(t, fixtureOptions{stateDir: dir, auth: Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
+	first, _ := offlineFixture(t, fixtureOptions{stateDir: dir, auth: ownerauth.Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
 	resp := first.do(http.MethodPost, queuedUpgradePath, "", "Authorization", "Bearer upgrader-token")
 	if resp.status != http.StatusAccepted {
 		t.Fatalf("got %d %q, want 202", resp.status, resp.body)
@@ -404,7 +405,7 @@ func TestQueuedActionCallerMustStillBeAllowed(t *testing.T) {
 	}
 	// The same token now makes uli a viewer only.
 	demoted := `upgrader-token,uli,1002,"edgeota:viewers"` + "\n"
-	second := newFixture(t, fixtureOptions{stateDir: dir, auth: Authenticator{Tokens: mustTokens(t, demoted)}}, dsPod("p"))
+	second := newFixture(t, fixtureOptions{stateDir: dir, auth: ownerauth.Authenticator{Tokens: mustTokens(t, demoted)}}, dsPod("p"))
 	var o *edgeotav1.ActionOutcome
 	eventually(t, "the queued upgrade's outcome", func() bool {
 		list, err := second.rpc.ListActions(withToken(context.Background(), "upgrader-token"), &edgeotav1.ListActionsRequest{})

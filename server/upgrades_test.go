@@ -25,6 +25,7 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
@@ -338,7 +339,7 @@ func TestStalledWatcherIsCutOff(t *testing.T) {
 }
 
 func TestWatchUpgradesOverREST(t *testing.T) {
-	f := newFixture(t, fixtureOptions{auth: Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
+	f := newFixture(t, fixtureOptions{auth: ownerauth.Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
 	if resp := f.do(http.MethodGet, watchUpgradesPath, ""); resp.status != http.StatusUnauthorized {
 		t.Errorf("without a token: got %d %q, want 401", resp.status, resp.body)
 	}

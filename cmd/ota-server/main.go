@@ -23,11 +23,14 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/edgeota/edgeota/apiidentity"
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/internal/command"
+	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/server"
 	"github.com/edgeota/edgeota/statedir"
 )
@@ -55,6 +58,8 @@ type options struct {
 	clientCAFile string
 	tokenFile    string
 
+	identity apiidentity.Mode
+
 	stateDir        string
 	upgradeDeadline time.Duration
 	maxWatchers     int
@@ -70,8 +75,10 @@ func main() {
 		return
 	}
 	fs := flag.NewFlagSet("ota-server", flag.ContinueOnError)
-	opts := options{}
+	opts := options{identity: apiidentity.Node}
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster configuration")
+	fs.Func("identity", `who the agent is to the API server: "node" (default) impersonates the node its pod-bound token names, so that the API server scopes its reads and writes to this node's pods (Kubernetes 1.36+); "serviceaccount" sends its credentials as they are (older clusters); "auto" tries node and falls back to the service account with a warning (ad-hoc runs only)`,
+		func(v string) (err error) { opts.identity, err = apiidentity.ParseMode(v); return err })
 	fs.StringVar(&opts.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods this agent serves (default $NODE_NAME)")
 	fs.StringVar(&opts.bindAddress, "bind-address", "127.0.0.1", "IP address to listen on; keep loopback unless the API is otherwise protected")
 	fs.IntVar(&opts.port, "port", 10267, "port for gRPC and REST")
@@ -129,10 +136,10 @@ func (o options) authenticates() bool { return o.clientCAFile != "" || o.tokenFi
 
 // serving loads the credentials the options name: how callers authenticate,
 // and the TLS configuration (nil for plain HTTP).
-func (o options) serving() (server.Authenticator, *tls.Config, error) {
-	auth := server.Authenticator{ClientCerts: o.clientCAFile != ""}
+func (o options) serving() (ownerauth.Authenticator, *tls.Config, error) {
+	auth := ownerauth.Authenticator{ClientCerts: o.clientCAFile != ""}
 	if o.tokenFile != "" {
-		tokens, err := server.LoadTokenFile(o.tokenFile)
+		tokens, err := ownerauth.LoadTokenFile(o.tokenFile)
 		if err != nil {
 			return auth, nil, err
 		}
@@ -145,7 +152,7 @@ func (o options) serving() (server.Authenticator, *tls.Config, error) {
 	if auth.Tokens != nil {
 		clientAuth = tls.VerifyClientCertIfGiven // a bearer token may stand in for a certificate
 	}
-	cfg, err := server.TLSConfig(o.tlsCertFile, o.tlsKeyFile, o.clientCAFile, clientAuth)
+	cfg, err := ownerauth.TLSConfig(o.tlsCertFile, o.tlsKeyFile, o.clientCAFile, clientAuth)
 	return auth, cfg, err
 }
 
@@ -185,27 +192,39 @@ func run(ctx context.Context, o options) error {
 	config.UserAgent = "ota-server/" + o.nodeName
 	clock := &server.APIServerClock{}
 	config.Wrap(clock.Wrap)
-	client, err := server.NewClient(config)
-	if err != nil {
-		return fmt.Errorf("creating the API client: %w", err)
-	}
 	var queue *server.ActionQueue
 	if dir != nil {
 		queue = server.NewActionQueue(ctx, dir, o.queuedActionTTL, clock)
 	}
-	pods := server.NewPodCache(ctx, client, o.nodeName, server.PodCacheOptions{Clock: clock, StateDir: dir})
-	svc := server.New(o.nodeName, client, pods, server.Options{APITimeout: o.apiTimeout, Auth: auth, Clock: clock, Queue: queue,
-		Upgrades: server.UpgradeOptions{Deadline: o.upgradeDeadline, MaxWatchers: o.maxWatchers}})
+	// Every API call goes through the identity, which is settled at the
+	// API server's first answer: until then the stored view is served and
+	// live calls answer as from a dead zone.
+	identity := server.NewAPIIdentity()
+	pods := server.NewPodCache(ctx, identity, o.nodeName, server.PodCacheOptions{Clock: clock, StateDir: dir})
+	svc := server.New(o.nodeName, identity, pods, server.Options{APITimeout: o.apiTimeout, Auth: auth, Clock: clock, Queue: queue,
+		Identity: identity, Upgrades: server.UpgradeOptions{Deadline: o.upgradeDeadline, MaxWatchers: o.maxWatchers}})
 	handler, err := server.NewHandler(ctx, svc)
 	if err != nil {
 		return err
 	}
-	// The pod cache (and its writes to the state directory) and the queue run
-	// until Serve returns, and are waited for, so that the last write is done
-	// before the process exits.
+	// An identity ruled out (a token of another node, impersonation
+	// refused) stops the agent with the reason; a signal stops it cleanly.
+	serveCtx, stopServing := context.WithCancelCause(ctx)
+	defer stopServing(nil)
+	// The identity, then the pod cache (and its writes to the state
+	// directory), and the queue run until Serve returns, and are waited for,
+	// so that the last write is done before the process exits.
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
-	background.Go(func() { pods.Run(bgCtx) })
+	background.Go(func() {
+		if err := settleIdentity(bgCtx, o, config, identity); err != nil {
+			if bgCtx.Err() == nil {
+				stopServing(err)
+			}
+			return
+		}
+		pods.Run(bgCtx)
+	})
 	background.Go(func() { svc.RunQueue(bgCtx) })
 	defer func() { stopBackground(); background.Wait() }()
 
@@ -217,7 +236,37 @@ func run(ctx context.Context, o options) error {
 	if tlsConfig != nil {
 		l = tls.NewListener(l, tlsConfig)
 	}
-	logger.Info("Serving the OTA API", "address", l.Addr().String(), "node", o.nodeName,
+	logger.Info("Serving the OTA API", "address", l.Addr().String(), "node", o.nodeName, "identity", o.identity,
 		"tls", tlsConfig != nil, "clientCertificates", auth.ClientCerts, "tokens", auth.Tokens != nil)
-	return server.Serve(ctx, l, handler, drainTimeout)
+	err = server.Serve(serveCtx, l, handler, drainTimeout)
+	if cause := context.Cause(serveCtx); ctx.Err() == nil && cause != nil {
+		return cause
+	}
+	return err
+}
+
+// settleIdentity settles who the agent is to the API server (see package
+// apiidentity), waiting for the API server's first answer, and puts it in
+// force with its client.
+func settleIdentity(ctx context.Context, o options, config *rest.Config, identity *server.APIIdentity) error {
+	settled, err := apiidentity.Settle(ctx, config, o.nodeName, o.identity, apiidentity.Options{Timeout: o.apiTimeout})
+	if err != nil {
+		return fmt.Errorf("--identity=%s: %w", o.identity, err)
+	}
+	clientConfig := config
+	if settled.Mode == apiidentity.Node {
+		clientConfig = apiidentity.AsNode(config, o.nodeName)
+	}
+	client, err := server.NewClient(clientConfig)
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	identity.Settle(settled, client)
+	logger := klog.FromContext(ctx)
+	if settled.Mode == apiidentity.Node {
+		logger.Info("Acting as the node: the API server scopes the agent's reads and writes to this node's pods", "identity", settled.Mode, "user", settled.User)
+	} else {
+		logger.Info("Acting as the service account: reads are not node-scoped", "identity", settled.Mode, "requested", o.identity)
+	}
+	return nil
 }
