@@ -91,8 +91,10 @@ func clientAs(t *testing.T, kubeconfig, user string) kubernetes.Interface {
 // that the API server itself lets it at its node's pods and nothing else:
 // 403 for the cluster-wide pod list, another node's field selector, a GET of
 // another node's pod, ControllerRevisions, Secrets, ConfigMaps, a delete or a
-// status patch of another node's pod, and acting as another node; and the
-// same token without impersonation may not even list its node's pods.
+// status patch of another node's pod, and acting as another node; nor may
+// it use the node's other rights (its Node, the ConfigMaps its pods use, a
+// GET of its pods: verbs the agent does not use); and the same token without
+// impersonation may not even list its node's pods.
 func (e *env) expectNodeScoped(kubeconfig, node, otherNode string) {
 	e.t.Helper()
 	ctx := e.ctx()
@@ -146,6 +148,20 @@ func (e *env) expectNodeScoped(kubeconfig, node, otherNode string) {
 		}},
 		{"get a ConfigMap no pod of the node uses", func(c kubernetes.Interface) error {
 			_, err := c.CoreV1().ConfigMaps(e.ns).Get(ctx, unrelated.Name, metav1.GetOptions{})
+			return err
+		}},
+		// A node may read these; the agent's service account may act as it
+		// for the agent's own verbs only.
+		{"get a ConfigMap its node's pods use", func(c kubernetes.Interface) error {
+			_, err := c.CoreV1().ConfigMaps(e.ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+			return err
+		}},
+		{"get its Node", func(c kubernetes.Interface) error {
+			_, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			return err
+		}},
+		{"get one of its node's pods", func(c kubernetes.Interface) error {
+			_, err := c.CoreV1().Pods(e.ns).Get(ctx, e.podOn(node).Name, metav1.GetOptions{})
 			return err
 		}},
 		{"delete another node's pod", func(c kubernetes.Interface) error {
