@@ -112,7 +112,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	}
 	var api Client = typedClient{client}
 	if opts.identity != nil {
-		api = opts.identity
+		api = identityClient{opts.identity, typedClient{client}}
 	}
 	podCache := NewPodCache(ctx, api, testNode, PodCacheOptions{StateDir: opts.stateDir})
 	actions := opts.actions
@@ -202,6 +202,17 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		stop:    stop,
 	}
 }
+
+// identityClient is an APIIdentity in front of the fake clientset that
+// passes on the fake's lack of watch-list support (see typedClient): the
+// fake's watch hands out the objects it stores, which the pod cache would
+// then change under it.
+type identityClient struct {
+	*APIIdentity
+	fake typedClient
+}
+
+func (c identityClient) IsWatchListSemanticsUnSupported() bool { return c.fake.IsWatchListSemanticsUnSupported() }
 
 // asAPIServer makes the fake clientset answer lists and deletes of pods as
 // the API server does where the agent relies on it, which the fake alone does
