@@ -87,6 +87,9 @@ chart: $(BIN)/helm
 	@v=$(VERSION); chart=charts/edgeota/Chart.yaml; \
 	if ! grep -qx "appVersion: $$v" $$chart || ! grep -qx "version: $${v#v}" $$chart; then \
 		echo "$$chart: version and appVersion must be $${v#v} and $$v (the VERSION file)"; exit 1; fi
+	@for identity in node serviceaccount; do \
+		if $(BIN)/helm template edgeota charts/edgeota --namespace elsewhere --set agent.identity=$$identity | grep -n edgeota-system; then \
+			echo "charts/edgeota names edgeota-system: take the namespace from .Release.Namespace"; exit 1; fi; done
 	hack/helm/render.sh $(BIN)/helm
 	@if [ -n "$$(git status --porcelain -- deploy)" ]; then \
 		git status --porcelain -- deploy; git --no-pager diff --stat -- deploy; \
