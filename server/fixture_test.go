@@ -212,7 +212,9 @@ type identityClient struct {
 	fake typedClient
 }
 
-func (c identityClient) IsWatchListSemanticsUnSupported() bool { return c.fake.IsWatchListSemanticsUnSupported() }
+func (c identityClient) IsWatchListSemanticsUnSupported() bool {
+	return c.fake.IsWatchListSemanticsUnSupported()
+}
 
 // asAPIServer makes the fake clientset answer lists and deletes of pods as
 // the API server does where the agent relies on it, which the fake alone does
