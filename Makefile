@@ -78,6 +78,45 @@ $(BIN)/buf: hack/buf/go.mod hack/buf/go.sum
 $(BIN)/staticcheck: hack/staticcheck/go.mod hack/staticcheck/go.sum
 	cd hack/staticcheck && $(GO) build -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 
+# helm comes from its own tools module (hack/helm), pinned there; the version
+# it reports is the module's.
+HELM_VERSION = $(shell awk '$$1 == "helm.sh/helm/v4" { print $$2; exit }' hack/helm/go.mod)
+$(BIN)/helm: hack/helm/go.mod hack/helm/go.sum
+	cd hack/helm && $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
+
+.PHONY: deploy chart binaries
+
+## deploy: render deploy/ from the chart charts/edgeota, the one source of the
+## manifests (hack/helm/render.sh): deploy/edgeota.yaml and, for clusters
+## before Kubernetes 1.36, deploy/serviceaccount/edgeota.yaml.
+deploy: $(BIN)/helm
+	hack/helm/render.sh $(BIN)/helm
+
+# check also lints the chart, fails when deploy/ is not what the chart
+# renders or the chart's versions are not VERSION, and fails on any compiled
+# binary git tracks.
+check: chart binaries
+
+chart: $(BIN)/helm
+	$(BIN)/helm lint --strict charts/edgeota
+	$(BIN)/helm lint --strict charts/edgeota --set agent.identity=serviceaccount
+	@v=$(VERSION); chart=charts/edgeota/Chart.yaml; \
+	if ! grep -qx "appVersion: $$v" $$chart || ! grep -qx "version: $${v#v}" $$chart; then \
+		echo "$$chart: version and appVersion must be $${v#v} and $$v (the VERSION file)"; exit 1; fi
+	@for identity in node serviceaccount; do \
+		if $(BIN)/helm template edgeota charts/edgeota --namespace elsewhere --set agent.identity=$$identity | grep -n edgeota-system; then \
+			echo "charts/edgeota names edgeota-system: take the namespace from .Release.Namespace"; exit 1; fi; done
+	hack/helm/render.sh $(BIN)/helm
+	@if [ -n "$$(git status --porcelain -- deploy)" ]; then \
+		git status --porcelain -- deploy; git --no-pager diff --stat -- deploy; \
+		echo "deploy/ is stale: change charts/edgeota, run 'make deploy' and commit both"; exit 1; fi
+
+binaries:
+	hack/check-binaries.sh
+
+# The end-to-end suite installs the chart.
+test-e2e: $(BIN)/helm
+
 ## generate: regenerate gen/ (Go, gRPC, gateway, OpenAPI) from proto/.
 generate: $(BIN)/buf
 	$(BIN)/buf generate

@@ -90,7 +90,7 @@ func newOwnerWatch(t *testing.T, deadline time.Duration) (e *env, node string, a
 	e = newEnv(t, 1)
 	node = localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
-	a = e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms", "--upgrade-deadline", deadline.String())
+	a = e.startAgent(node, e.cluster.Kubeconfig, "--upgrade-deadline", deadline.String())
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
 	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
 	ctx, cancel := context.WithCancel(e.ctx())
@@ -283,7 +283,7 @@ func TestWatchOutlivesADeadZone(t *testing.T) {
 	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
 	proxy, kubeconfig := e.proxiedKubeconfig()
-	a := e.startAgent(node, kubeconfig, "--apiserver-timeout", "2s", "--target-read-jitter", "100ms")
+	a := e.startAgent(node, kubeconfig, "--apiserver-timeout", "2s")
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
 	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
 	eventually(t, "the agent to show the app UP_TO_DATE", func(ctx context.Context) (bool, string, error) {

@@ -67,10 +67,17 @@ func do(req *http.Request) (int, string, error) {
 // -plaintext does), closed when the test ends.
 func (e *env) grpcClient(a agent) edgeotav1.OTAServiceClient {
 	e.t.Helper()
+	return edgeotav1.NewOTAServiceClient(e.grpcConn(a))
+}
+
+// grpcConn is a plaintext gRPC connection to the agent, for any of its
+// services, closed when the test ends.
+func (e *env) grpcConn(a agent) *grpc.ClientConn {
+	e.t.Helper()
 	conn, err := grpc.NewClient(a.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = conn.Close() })
-	return edgeotav1.NewOTAServiceClient(conn)
+	return conn
 }

@@ -25,9 +25,18 @@
 //   - owner_test.go: the owner's view: a watcher sees a new version with its
 //     images, otactl upgrade --wait to UPGRADED and to FAILED
 //     (CrashLoopBackOff), and the TypeScript SDK (sdk/ts) run by Node.js.
-//   - rbac_test.go: deploy/ applies and its RBAC suffices, no more.
-//   - nodescope_test.go: the API server's admission policy confines an agent
-//     to its own node's pods, whatever node name it is started with.
+//   - rbac_test.go: deploy/ applies and its RBAC suffices, no more: the
+//     agent's service account may impersonate its node and nothing else.
+//   - identity_test.go: the agent acting as its node (deploy/'s pod-bound
+//     token, NodeRestriction on) does its whole job while the API server
+//     refuses its token everything beyond its node's pods; a token of another
+//     node or one that cannot impersonate stops it; a start in a dead zone;
+//     --identity=auto's fall back.
+//   - chart_test.go: helm install of charts/edgeota and kubectl apply -k
+//     deploy/ install the same objects, each node-scoped.
+//   - nodescope_test.go: acting as its service account (deploy/serviceaccount/,
+//     before 1.36), the API server's admission policy confines an agent's
+//     writes to its own node's pods, whatever node name it is started with.
 //   - controllerkill_test.go, unbound_test.go: a controller killed and
 //     restarted mid-rollout completes it within the budget.
 //   - leaderelection_test.go: two replicas, only the leader acts; a killed

@@ -18,11 +18,14 @@ import (
 	"github.com/edgeota/edgeota/podcondition"
 )
 
-// nodeScopePolicy is deploy/'s ValidatingAdmissionPolicy (and binding) that
-// confines the agent's identity to the pods of its token's node.
+// nodeScopePolicy is deploy/serviceaccount/'s ValidatingAdmissionPolicy (and
+// binding) that confines the agent's service account's writes to the pods of
+// its token's node.
 const nodeScopePolicy = "edgeota-ota-server-node-scope"
 
-// TestAgentNodeScopeEnforcedByAPIServer: an agent told it serves node 2
+// TestAgentNodeScopeEnforcedByAPIServer: on clusters before 1.36 the agent
+// acts as its service account (deploy/serviceaccount/). An agent told it
+// serves node 2
 // (--node-name misconfigured, or the binary compromised) but holding the
 // token the kubelet would mount on node 1 passes its own node check for node
 // 2's pod, so only the API server stands between it and that pod: both
@@ -32,8 +35,8 @@ const nodeScopePolicy = "edgeota-ota-server-node-scope"
 func TestAgentNodeScopeEnforcedByAPIServer(t *testing.T) {
 	e := newEnv(t, 2)
 	node1, node2 := localcluster.NodeName(1), localcluster.NodeName(2)
-	if _, err := e.cluster.Kubectl(e.ctx(), "apply", "--server-side", "-k", filepath.Join(e.root, "deploy")); err != nil {
-		t.Fatalf("applying deploy/: %v", err)
+	if _, err := e.cluster.Kubectl(e.ctx(), "apply", "--server-side", "-k", filepath.Join(e.root, "deploy", "serviceaccount")); err != nil {
+		t.Fatalf("applying deploy/serviceaccount/: %v", err)
 	}
 	e.startController(e.cluster.Kubeconfig)
 

@@ -29,7 +29,7 @@ func newOwnerEnv(t *testing.T) (*env, agent) {
 	e := newEnv(t, 1)
 	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
-	a := e.startAgent(node, e.cluster.Kubeconfig, "--target-read-jitter", "100ms")
+	a := e.startAgent(node, e.cluster.Kubeconfig)
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
 	e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionFalse, node)
 	return e, a

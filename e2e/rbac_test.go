@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -46,14 +45,14 @@ func (a access) String() string {
 
 // TestDeployRBAC: deploy/ applies server-side; ota-controller and ota-server
 // do their whole job with the tokens of the service accounts it creates (not
-// the admin's); those tokens are refused what the roles do not grant, and the
-// agent's token cannot touch another node's pods.
+// the admin's), the agent acting as its node; those tokens are refused what
+// the roles do not grant: the agent's service account may impersonate its
+// node and nothing else, so its token touches no pod without acting as the
+// node (see TestAgentActsAsItsNode for what the node may do).
 func TestDeployRBAC(t *testing.T) {
 	e := newEnv(t, 3)
 	node1, node2 := localcluster.NodeName(1), localcluster.NodeName(2)
-	if _, err := e.cluster.Kubectl(e.ctx(), "apply", "--server-side", "-k", filepath.Join(e.root, "deploy")); err != nil {
-		t.Fatalf("applying deploy/: %v", err)
-	}
+	e.applyDeploy("deploy")
 
 	controllerToken, err := e.cluster.Token(e.ctx(), systemNamespace, controllerAccount, nil)
 	if err != nil {
@@ -64,13 +63,8 @@ func TestDeployRBAC(t *testing.T) {
 
 	// The agent's token is bound to deploy/'s agent pod on node 2, as the
 	// kubelet would mount it.
-	agentPod := e.agentPodOn(node2)
-	agentToken, err := e.cluster.Token(e.ctx(), systemNamespace, agentAccount, agentPod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentKubeconfig := e.writeKubeconfig(agentAccount, "", agentToken)
-	a := e.startAgent(node2, agentKubeconfig)
+	agentKubeconfig := e.agentKubeconfig(node2, "")
+	a := e.startAgent(node2, agentKubeconfig, "--identity", "node")
 
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA"})
 	e.setImage(newImage)
@@ -106,18 +100,24 @@ func TestDeployRBAC(t *testing.T) {
 			access{verb: "get", resource: "configmaps", namespace: "kube-system"},
 		)
 	})
-	t.Run("agent refused beyond its role", func(t *testing.T) {
+	t.Run("agent refused beyond impersonating its node", func(t *testing.T) {
 		agentClient := clientFor(t, agentKubeconfig)
 		expectAccess(t, agentClient, true,
+			access{verb: "impersonate:associated-node", group: "authentication.k8s.io", resource: "nodes"},
+			access{verb: "impersonate-on:associated-node:list", resource: "pods", namespace: e.ns},
+			access{verb: "impersonate-on:associated-node:delete", resource: "pods", namespace: e.ns},
+			access{verb: "impersonate-on:associated-node:patch", resource: "pods", subresource: "status", namespace: e.ns},
+		)
+		expectAccess(t, agentClient, false,
+			access{verb: "get", resource: "pods", namespace: e.ns},
+			access{verb: "list", resource: "pods", namespace: e.ns},
 			access{verb: "delete", resource: "pods", namespace: e.ns},
 			access{verb: "patch", resource: "pods", subresource: "status", namespace: e.ns},
 			access{verb: "get", group: "apps", resource: "controllerrevisions", namespace: e.ns},
-		)
-		expectAccess(t, agentClient, false,
-			access{verb: "list", group: "apps", resource: "controllerrevisions", namespace: e.ns},
-			access{verb: "watch", group: "apps", resource: "controllerrevisions", namespace: e.ns},
+			access{verb: "impersonate", resource: "users"},
+			access{verb: "impersonate:arbitrary-node", group: "authentication.k8s.io", resource: "nodes"},
+			access{verb: "impersonate-on:associated-node:get", resource: "secrets", namespace: e.ns},
 			access{verb: "create", resource: "pods", namespace: e.ns},
-			access{verb: "patch", resource: "pods", namespace: e.ns},
 			access{verb: "get", resource: "secrets", namespace: e.ns},
 			access{verb: "delete", resource: "nodes"},
 			access{verb: "update", group: "apps", resource: "daemonsets", namespace: e.ns},
@@ -126,9 +126,11 @@ func TestDeployRBAC(t *testing.T) {
 	})
 	t.Run("agent token cannot touch another node's pod", func(t *testing.T) {
 		other := marked[node1]
-		err := clientFor(t, agentKubeconfig).CoreV1().Pods(e.ns).Delete(e.ctx(), other.Name, metav1.DeleteOptions{})
-		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
-			t.Fatalf("deleting %s's pod %s with %s's agent token: got %v, want a refusal", node1, other.Name, node2, err)
+		for _, user := range []string{"", nodeUser(node2)} {
+			err := clientAs(t, agentKubeconfig, user).CoreV1().Pods(e.ns).Delete(e.ctx(), other.Name, metav1.DeleteOptions{})
+			if !apierrors.IsForbidden(err) {
+				t.Errorf("deleting %s's pod %s with %s's agent token (impersonating %q): got %v, want 403", node1, other.Name, node2, user, err)
+			}
 		}
 		e.expectUntouched(marked, node1)
 	})

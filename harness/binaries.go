@@ -108,6 +108,13 @@ func (h *Harness) StartController(o ControllerOptions) (*proc.Process, error) {
 	return h.Start(o.Name, append([]string{o.Binary}, o.args(o.Kubeconfig)...)...)
 }
 
+// DefaultAgentIdentity is the --identity of the agents the harness starts
+// unless told otherwise: their credentials as given, since by default they
+// get the cluster admin's kubeconfig, which names no node. An agent acting as
+// its node needs a token bound to a pod on it (localcluster's Token) and the
+// impersonation RBAC of deploy/.
+const DefaultAgentIdentity = "serviceaccount"
+
 // AgentOptions say how to run an ota-server, a node agent.
 type AgentOptions struct {
 	// Node is the node whose pods it serves.
@@ -126,6 +133,8 @@ type AgentOptions struct {
 	// unused: the view is lost at every restart and actions cannot be
 	// queued. The benchmarks' baseline for what the state directory costs.
 	Stateless bool
+	// Identity is its --identity; empty means DefaultAgentIdentity.
+	Identity string
 	// Flags are added after those above, for settings the harness does not
 	// name; a flag given twice takes its last value.
 	Flags []string
@@ -147,7 +156,8 @@ func (o AgentOptions) args() []string {
 	if o.Stateless {
 		stateDir = ""
 	}
-	args := []string{"--kubeconfig", o.Kubeconfig, "--node-name", o.Node, "--bind-address", loopback, "--port", o.Port, "--state-dir", stateDir}
+	args := []string{"--kubeconfig", o.Kubeconfig, "--node-name", o.Node, "--bind-address", loopback, "--port", o.Port, "--state-dir", stateDir,
+		"--identity", cmp.Or(o.Identity, DefaultAgentIdentity)}
 	return append(args, o.Flags...)
 }
 

@@ -32,9 +32,11 @@ func TestAgentArgs(t *testing.T) {
 		want []string
 	}{
 		{"with a state directory", AgentOptions{Node: "n1", Kubeconfig: "kc", Port: "9", StateDir: "s", Flags: []string{"-v=2"}},
-			[]string{"--kubeconfig", "kc", "--node-name", "n1", "--bind-address", "127.0.0.1", "--port", "9", "--state-dir", "s", "-v=2"}},
+			[]string{"--kubeconfig", "kc", "--node-name", "n1", "--bind-address", "127.0.0.1", "--port", "9", "--state-dir", "s", "--identity", "serviceaccount", "-v=2"}},
 		{"stateless", AgentOptions{Node: "n1", Kubeconfig: "kc", Port: "9", StateDir: "s", Stateless: true},
-			[]string{"--kubeconfig", "kc", "--node-name", "n1", "--bind-address", "127.0.0.1", "--port", "9", "--state-dir", ""}},
+			[]string{"--kubeconfig", "kc", "--node-name", "n1", "--bind-address", "127.0.0.1", "--port", "9", "--state-dir", "", "--identity", "serviceaccount"}},
+		{"as its node", AgentOptions{Node: "n1", Kubeconfig: "kc", Port: "9", StateDir: "s", Identity: "node"},
+			[]string{"--kubeconfig", "kc", "--node-name", "n1", "--bind-address", "127.0.0.1", "--port", "9", "--state-dir", "s", "--identity", "node"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.opts.args(); !slices.Equal(got, tc.want) {

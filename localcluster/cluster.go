@@ -198,6 +198,12 @@ func (c *Cluster) create(ctx context.Context) error {
 		// would be left without its DaemonSet controller or scheduler.
 		"--extra-args", "kube-controller-manager=leader-elect=false",
 		"--extra-args", "kube-scheduler=leader-elect=false",
+		// NodeRestriction, as kubeadm and managed clusters enable it: a node's
+		// identity may delete and write the status of its own pods only. A
+		// node agent acting as its node (ota-server --identity=node) has no
+		// other guard on its writes. The flag adds to kube-apiserver's default
+		// plugins, which stay on (ValidatingAdmissionPolicy among them).
+		"--extra-args", "kube-apiserver=enable-admission-plugins=NodeRestriction",
 		"--wait", createTimeout.String(),
 	)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/internal/untrusted"
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 // queueRetryInterval is how often RunQueue tries the queued actions again
@@ -75,7 +77,7 @@ func (s *Server) queueAction(ctx context.Context, namespace, name, action string
 		Action:         action,
 		PodUID:         pod.UID,
 		TargetRevision: target,
-		Caller:         callerFrom(ctx).identity,
+		Caller:         ownerauth.CallerFrom(ctx).Identity,
 		QueuedAt:       now,
 		ExpiresAt:      now.Add(s.queue.ttl),
 	}
@@ -103,12 +105,12 @@ func (s *Server) CancelAction(ctx context.Context, req *edgeotav1.CancelActionRe
 	}
 	action := req.GetAction()
 	if action != ActionUpgrade && action != ActionImagePull {
-		return nil, status.Errorf(codes.InvalidArgument, "action %s is neither %q nor %q", echo(action), ActionUpgrade, ActionImagePull)
+		return nil, status.Errorf(codes.InvalidArgument, "action %s is neither %q nor %q", untrusted.Quote(action), ActionUpgrade, ActionImagePull)
 	}
 	if s.queue == nil {
 		return nil, status.Errorf(codes.NotFound, "no %s is queued for pod %s/%s: the agent keeps no state directory", action, req.GetNamespace(), req.GetName())
 	}
-	a, err := s.queue.cancel(req.GetNamespace(), req.GetName(), action, callerName(callerFrom(ctx).identity))
+	a, err := s.queue.cancel(req.GetNamespace(), req.GetName(), action, callerName(ownerauth.CallerFrom(ctx).Identity))
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +206,7 @@ func (s *Server) attempt(ctx context.Context, a queuedAction) (step, string) {
 		// An earlier pass sent the delete and lost its answer.
 		return stepDone, upgradeStarted(a.Namespace, a.Name)
 	}
-	if err := s.auth.reauthorize(a.Caller, accessUpgrade); err != nil {
+	if err := s.auth.Reauthorize(a.Caller, ownerauth.Upgrade); err != nil {
 		return stepRefused, fmt.Sprintf("%s is no longer allowed to act: %s", a.callerName(), status.Convert(err).Message())
 	}
 	switch code := status.Code(err); {

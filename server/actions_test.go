@@ -46,6 +46,50 @@ func TestUpgradeDeletesWithUIDAndResourceVersionPreconditions(t *testing.T) {
 	}
 }
 
+// TestLiveReadsAreNodeScoped: the agent reads one pod live as a list of its
+// node's pods by name (the one read of a single pod a node's identity may
+// make, and one that finds a pod gone instead of being refused), never with a
+// GET; a pod not on this node is looked for with a dry-run delete that no
+// pod's UID can pass, which deletes nothing.
+func TestLiveReadsAreNodeScoped(t *testing.T) {
+	f := newFixture(t, fixtureOptions{}, dsPod("p"), dsPod("q", onNode("edge-2")))
+	f.client.ClearActions()
+	if _, err := f.rpc.ImagePull(context.Background(), &edgeotav1.ImagePullRequest{Namespace: "default", Name: "p"}); err != nil {
+		t.Fatalf("ImagePull of this node's pod: %v", err)
+	}
+	for _, name := range []string{"q", "ghost"} {
+		if _, err := f.rpc.Upgrade(context.Background(), &edgeotav1.UpgradeRequest{Namespace: "default", Name: name}); err == nil {
+			t.Fatalf("Upgrade of %s: got nil, want a refusal", name)
+		}
+	}
+	var reads, probes int
+	for _, a := range f.client.Actions() {
+		switch a := a.(type) {
+		case k8stesting.GetActionImpl:
+			t.Errorf("got a GET of pod %s, want lists by name", a.GetName())
+		case k8stesting.ListActionImpl:
+			if liveRead(a) {
+				reads++
+				if node, ok := a.GetListRestrictions().Fields.RequiresExactMatch("spec.nodeName"); !ok || node != testNode {
+					t.Errorf("got a live read with field selector %s, want it scoped to spec.nodeName=%s", a.GetListRestrictions().Fields, testNode)
+				}
+			}
+		case k8stesting.DeleteActionImpl:
+			probes++
+			pre := a.DeleteOptions.Preconditions
+			if len(a.DeleteOptions.DryRun) != 1 || a.DeleteOptions.DryRun[0] != metav1.DryRunAll || pre == nil || pre.UID == nil || *pre.UID != probeUID {
+				t.Errorf("got a delete of %s with %+v, want a dry run with precondition UID %s", a.GetName(), a.DeleteOptions, probeUID)
+			}
+		}
+	}
+	if reads != 3 || probes != 2 {
+		t.Errorf("got %d live reads and %d probes, want 3 and 2", reads, probes)
+	}
+	if _, err := f.client.Tracker().Get(podsGVR, "default", "q"); err != nil {
+		t.Errorf("another node's pod after the probe: %v, want it untouched", err)
+	}
+}
+
 // patchedCondition decodes the one condition a status patch writes.
 func patchedCondition(t *testing.T, a k8stesting.Action) (uid string, cond map[string]any) {
 	t.Helper()

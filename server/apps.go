@@ -14,6 +14,7 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -40,11 +41,12 @@ type appMemory struct {
 	// marked only a moment after it is created.
 	ota bool
 	// pod, podName and revision are the current pod seen last, and its
-	// revision; offered is the newer revision it was offered, if any.
+	// revision; offered is the newer revision it was offered, if any, with
+	// the offer's progress deadline.
 	pod      types.UID
 	podName  string
 	revision string
-	offered  string
+	offered  targetInfo
 	// upgrade follows a replacement of the app's pod; nil when none is under
 	// way or shown.
 	upgrade *replacement
@@ -62,8 +64,11 @@ type replacement struct {
 	old     types.UID // the replaced pod
 	oldName string    // and its name
 	target  string    // the revision it was replaced for, "" if unknown
-	since   time.Time // when the agent saw the replacement start
-	settled bool      // the new pod has been available: UPGRADED
+	// deadline is the progress deadline the offer of that revision carried
+	// (the DaemonSet's); zero leaves the agent's.
+	deadline time.Duration
+	since    time.Time // when the agent saw the replacement start
+	settled  bool      // the new pod has been available: UPGRADED
 }
 
 // appInput is one app's pods as the cache holds them.
@@ -137,7 +142,7 @@ type appState struct {
 // The phase is the first that holds of FAILED > UPGRADING > QUEUED >
 // PULL_FAILED > PULL_REQUESTED > PULLED > UPGRADE_AVAILABLE > UPGRADED >
 // UP_TO_DATE; an app whose pods never carried PodNeedUpgrade is MANAGED.
-func (r phaseRule) evaluate(in *appInput, mem *appMemory, target targetInfo, now time.Time) appState {
+func (r phaseRule) evaluate(in *appInput, mem *appMemory, now time.Time) appState {
 	if mem.owner != in.owner {
 		*mem = appMemory{owner: in.owner}
 	}
@@ -150,7 +155,7 @@ func (r phaseRule) evaluate(in *appInput, mem *appMemory, target targetInfo, now
 	if pod != nil {
 		app.Pod = pod.Name
 		app.CurrentRevision = pod.Labels[revisionLabel]
-		app.CurrentImages = imagesOf(&pod.Spec)
+		app.CurrentImages = podchannel.ImagesOf(&pod.Spec)
 		need = podcondition.Get(&pod.Status, podcondition.NeedUpgrade)
 		mem.ota = mem.ota || need != nil
 	}
@@ -166,7 +171,7 @@ func (r phaseRule) evaluate(in *appInput, mem *appMemory, target targetInfo, now
 			ph.since = pod.CreationTimestamp.Time
 		}
 	default:
-		ph, state.recheck = r.otaPhase(in, mem, need, target, app, now)
+		ph, state.recheck = r.otaPhase(in, mem, need, app, now)
 	}
 	if ph.phase != mem.phase {
 		// On the first look the pod's own record says when the phase began,
@@ -193,33 +198,31 @@ func (r phaseRule) evaluate(in *appInput, mem *appMemory, target targetInfo, now
 // after the new pod settled (the app's next change), or when another
 // replacement starts.
 func (r phaseRule) follow(in *appInput, mem *appMemory, need *corev1.PodCondition, now time.Time) {
-	target := ""
-	if need != nil && need.Status == corev1.ConditionTrue {
-		target, _ = podcondition.Revision(need.Message)
+	var target targetInfo
+	if in.current != nil {
+		target = offeredTarget(in.current, need)
 	}
 	switch {
 	case in.deleting != nil && (mem.upgrade == nil || mem.upgrade.old != in.deleting.UID):
-		// The old pod is being deleted: an upgrade starts now.
-		old := podcondition.Get(&in.deleting.Status, podcondition.NeedUpgrade)
-		t := ""
-		if old != nil && old.Status == corev1.ConditionTrue {
-			t, _ = podcondition.Revision(old.Message)
-		}
-		mem.upgrade = &replacement{old: in.deleting.UID, oldName: in.deleting.Name, target: t, since: now}
+		// The old pod is being deleted: an upgrade starts now, for the
+		// revision it was offered.
+		old := offeredTarget(in.deleting, podcondition.Get(&in.deleting.Status, podcondition.NeedUpgrade))
+		mem.upgrade = &replacement{old: in.deleting.UID, oldName: in.deleting.Name, target: old.revision, deadline: old.deadline, since: now}
 	case in.current != nil && mem.pod != "" && in.current.UID != mem.pod &&
 		(mem.upgrade == nil || mem.upgrade.old != mem.pod):
-		// A new pod replaced the one seen last, its deletion unseen.
-		mem.upgrade = &replacement{old: mem.pod, oldName: mem.podName, since: in.current.CreationTimestamp.Time}
+		// A new pod replaced the one seen last, its deletion unseen: the
+		// last offer seen says how long it may take.
+		mem.upgrade = &replacement{old: mem.pod, oldName: mem.podName, deadline: mem.offered.deadline, since: in.current.CreationTimestamp.Time}
 		if in.current.Labels[revisionLabel] == mem.revision {
 			// The same revision: a restart, not an upgrade.
 			mem.upgrade = nil
 		}
-	case in.current == nil && in.deleting == nil && mem.pod != "" && mem.offered != "" &&
+	case in.current == nil && in.deleting == nil && mem.pod != "" && mem.offered.revision != "" &&
 		(mem.upgrade == nil || mem.upgrade.old != mem.pod):
 		// The pod seen last is gone, its deletion unseen, while a newer
 		// version was offered: an upgrade, whose new pod is yet to come.
-		mem.upgrade = &replacement{old: mem.pod, oldName: mem.podName, target: mem.offered, since: now}
-	case mem.upgrade != nil && mem.upgrade.settled && target != "":
+		mem.upgrade = &replacement{old: mem.pod, oldName: mem.podName, target: mem.offered.revision, deadline: mem.offered.deadline, since: now}
+	case mem.upgrade != nil && mem.upgrade.settled && target.revision != "":
 		// A newer version is offered after the upgrade: the next change.
 		mem.upgrade = nil
 	}
@@ -238,15 +241,16 @@ type phase struct {
 
 // otaPhase is the phase of an OTA app, with how long until the clock alone
 // can change it.
-func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondition, target targetInfo, app *edgeotav1.App, now time.Time) (phase, time.Duration) {
+func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondition, app *edgeotav1.App, now time.Time) (phase, time.Duration) {
 	pod := in.current
 	var (
 		verdict  health.Verdict
 		newPod   = pod != nil && mem.upgrade != nil && pod.UID != mem.upgrade.old
 		deadline = r.deadline
 	)
-	if target.deadline > 0 {
-		deadline = target.deadline
+	if mem.upgrade != nil && mem.upgrade.deadline > 0 {
+		// The DaemonSet's, as the offer the upgrade was made for carried it.
+		deadline = mem.upgrade.deadline
 	}
 	switch {
 	case newPod && !mem.upgrade.settled:
@@ -265,12 +269,10 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 	}
 
 	var offered string
-	if need != nil && need.Status == corev1.ConditionTrue && pod != nil {
-		offered, _ = podcondition.Revision(need.Message)
-		app.TargetRevision = offered
-		if target.revision == offered {
-			app.TargetImages = target.images
-		}
+	if pod != nil {
+		target := offeredTarget(pod, need)
+		offered = target.revision
+		app.TargetRevision, app.TargetImages = target.revision, target.images
 	}
 	var pull *corev1.PodCondition
 	if offered != "" {
@@ -346,18 +348,6 @@ func queuedMessage(actions []*edgeotav1.QueuedAction) string {
 		names = append(names, a.GetAction())
 	}
 	return strings.Join(names, ", ") + " queued until the API server is reachable"
-}
-
-// imagesOf maps each container of a pod spec, init containers included, to
-// its image.
-func imagesOf(spec *corev1.PodSpec) map[string]string {
-	images := make(map[string]string, len(spec.InitContainers)+len(spec.Containers))
-	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for _, c := range cs {
-			images[c.Name] = c.Image
-		}
-	}
-	return images
 }
 
 // sortApps orders apps by namespace and DaemonSet name.

@@ -11,6 +11,7 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -74,7 +75,7 @@ func look(r phaseRule, mem *appMemory, now time.Time, pods ...*corev1.Pod) *edge
 		in = &appInput{key: appKey{"default", "demo"}, owner: mem.owner}
 		r.follow(in, mem, nil, now)
 	}
-	return r.evaluate(in, mem, targetInfo{}, now).app
+	return r.evaluate(in, mem, now).app
 }
 
 func TestAppPhaseInEveryState(t *testing.T) {
@@ -127,12 +128,10 @@ func TestAppPhaseInEveryState(t *testing.T) {
 }
 
 func TestAppShowsRevisionsAndImages(t *testing.T) {
-	pod := appPod("p", "r1", needs(testHash), func(p *corev1.Pod) {
-		p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1"}}
-	})
-	in := groupApps([]*corev1.Pod{pod})[appKey{"default", "demo"}]
-	target := targetInfo{revision: testHash, images: map[string]string{"app": "nginx:1.19.5", "init": "busybox:2"}}
-	app := phaseRule{deadline: time.Minute}.evaluate(in, &appMemory{}, target, appT0).app
+	initContainer := func(p *corev1.Pod) { p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1"}} }
+	target := map[string]string{"app": "nginx:1.19.5", "init": "busybox:2"}
+	pod := appPod("p", "r1", needs(testHash), initContainer, offered(testHash, target, 0))
+	app := look(phaseRule{deadline: time.Minute}, &appMemory{}, appT0, pod)
 	if app.GetPod() != "p" || app.GetCurrentRevision() != "r1" || app.GetTargetRevision() != testHash {
 		t.Errorf("got pod %q current %q target %q, want p r1 %s", app.GetPod(), app.GetCurrentRevision(), app.GetTargetRevision(), testHash)
 	}
@@ -142,10 +141,22 @@ func TestAppShowsRevisionsAndImages(t *testing.T) {
 	if got := app.GetTargetImages(); got["app"] != "nginx:1.19.5" || got["init"] != "busybox:2" {
 		t.Errorf("got target images %v, want app=nginx:1.19.5 init=busybox:2", got)
 	}
-	// Images of another revision are never shown as the target's.
-	stale := targetInfo{revision: "other", images: map[string]string{"app": "nginx:9"}}
-	if got := (phaseRule{}).evaluate(in, &appMemory{}, stale, appT0).app.GetTargetImages(); len(got) != 0 {
-		t.Errorf("got target images %v for another revision, want none", got)
+	// Images of another revision, or of an offer that does not parse, are
+	// never shown as the target's; the target revision still is.
+	for name, opt := range map[string]podOption{
+		"another revision's offer":  offered("other", map[string]string{"app": "nginx:9"}, 0),
+		"an offer that is not JSON": withAnnotation(podchannel.OfferAnnotation, "{nope"),
+		"an offer with no revision": withAnnotation(podchannel.OfferAnnotation, `{"images":{"app":"nginx:9"}}`),
+	} {
+		app := look(phaseRule{}, &appMemory{}, appT0, appPod("p", "r1", needs(testHash), opt))
+		if got := app.GetTargetImages(); len(got) != 0 || app.GetTargetRevision() != testHash || app.GetPhase() != upgradeAvailable {
+			t.Errorf("%s: got %s target %q images %v, want %s target %s and no images", name, app.GetPhase(), app.GetTargetRevision(), got, upgradeAvailable, testHash)
+		}
+	}
+	// An offer left on a pod no longer offered anything shows no target.
+	app = look(phaseRule{}, &appMemory{}, appT0, appPod("p", "r1", upToDateMark(), offered(testHash, target, 0)))
+	if app.GetTargetRevision() != "" || len(app.GetTargetImages()) != 0 {
+		t.Errorf("not offered: got target %q images %v, want none", app.GetTargetRevision(), app.GetTargetImages())
 	}
 }
 
@@ -231,17 +242,34 @@ func TestAppFailedUpgrade(t *testing.T) {
 	}
 }
 
-// TestAppDeadlineFromTheDaemonSet: the target revision's progress deadline
-// replaces the agent's.
+// TestAppDeadlineFromTheDaemonSet: the progress deadline the offer carried
+// (the DaemonSet's) replaces the agent's for the new pod, whether the old
+// pod's deletion was seen or not, and for a replacement that never comes.
 func TestAppDeadlineFromTheDaemonSet(t *testing.T) {
-	r := phaseRule{deadline: time.Hour}
-	mem := &appMemory{}
-	look(r, mem, appT0, appPod("demo-old", "r1", needs("r2")))
-	look(r, mem, appT0, appPod("demo-old", "r1", needs("r2"), deleting()))
-	in := groupApps([]*corev1.Pod{appPod("demo-new", "r2", upToDateMark(), waitingIn("ErrImagePull"))})[appKey{"default", "demo"}]
-	st := r.evaluate(in, mem, targetInfo{revision: "r2", deadline: time.Minute}, appT0.Add(2*time.Minute))
-	if st.app.GetPhase() != failed {
-		t.Errorf("got %s, want %s past the DaemonSet's 1m deadline", st.app.GetPhase(), failed)
+	offer := offered("r2", map[string]string{"app": "nginx:1.19.5"}, 60)
+	pulling := appPod("demo-new", "r2", upToDateMark(), waitingIn("ErrImagePull"))
+	for _, tc := range []struct {
+		name  string
+		steps [][]*corev1.Pod
+		last  []*corev1.Pod
+	}{
+		{"deletion seen", [][]*corev1.Pod{{appPod("demo-old", "r1", needs("r2"), offer)}, {appPod("demo-old", "r1", needs("r2"), offer, deleting())}}, []*corev1.Pod{pulling}},
+		{"deletion unseen", [][]*corev1.Pod{{appPod("demo-old", "r1", needs("r2"), offer)}}, []*corev1.Pod{pulling}},
+		{"no replacement", [][]*corev1.Pod{{appPod("demo-old", "r1", needs("r2"), offer)}, {appPod("demo-old", "r1", needs("r2"), offer, deleting())}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := phaseRule{deadline: time.Hour}
+			mem := &appMemory{}
+			for _, pods := range tc.steps {
+				look(r, mem, appT0, pods...)
+			}
+			if app := look(r, mem, appT0.Add(30*time.Second), tc.last...); app.GetPhase() != upgrading {
+				t.Errorf("within the DaemonSet's 1m deadline: got %s (%s), want %s", app.GetPhase(), app.GetMessage(), upgrading)
+			}
+			if app := look(r, mem, appT0.Add(2*time.Minute), tc.last...); app.GetPhase() != failed {
+				t.Errorf("past the DaemonSet's 1m deadline: got %s (%s), want %s", app.GetPhase(), app.GetMessage(), failed)
+			}
+		})
 	}
 }
 

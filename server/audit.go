@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 // audited is the service as both protocols see it: every ImagePull and
@@ -39,7 +40,7 @@ const maxAudited = 253
 const anonymousUser = "system:anonymous"
 
 // callerName is the user an identity names, anonymousUser for none.
-func callerName(identity *Identity) string {
+func callerName(identity *ownerauth.Identity) string {
 	if identity == nil {
 		return anonymousUser
 	}
@@ -47,13 +48,13 @@ func callerName(identity *Identity) string {
 }
 
 func audit(ctx context.Context, rpc, namespace, name string, queued bool, err error) {
-	c := callerFrom(ctx)
+	c := ownerauth.CallerFrom(ctx)
 	var groups []string
-	if c.identity != nil {
-		groups = c.identity.Groups
+	if c.Identity != nil {
+		groups = c.Identity.Groups
 	}
-	klog.FromContext(ctx).Info("Audit", "user", callerName(c.identity), "groups", groups, "rpc", rpc,
-		"pod", klog.KRef(clip(namespace), clip(name)), "outcome", status.Code(err).String(), "queued", queued, "protocol", c.protocol)
+	klog.FromContext(ctx).Info("Audit", "user", callerName(c.Identity), "groups", groups, "rpc", rpc,
+		"pod", klog.KRef(clip(namespace), clip(name)), "outcome", status.Code(err).String(), "queued", queued, "protocol", c.Protocol)
 }
 
 // auditQueued logs how a queued action ended (done, refused, expired or

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 // capture returns a logger that keeps its entries, and a function returning
@@ -32,7 +33,7 @@ func capture(t *testing.T, message string) (klog.Logger, func() [][]any) {
 // refusals included — and that listing leaves none.
 func TestAuditsEveryAction(t *testing.T) {
 	logger, audits := capture(t, "Audit")
-	f := newFixture(t, fixtureOptions{auth: Authenticator{Tokens: mustTokens(t, testTokens)}, logger: &logger},
+	f := newFixture(t, fixtureOptions{auth: ownerauth.Authenticator{Tokens: mustTokens(t, testTokens)}, logger: &logger},
 		dsPod("p"), dsPod("q"), dsPod("other", withoutCondition("PodNeedUpgrade")))
 
 	f.do(http.MethodPost, imagePullPath, "", "Authorization", "Bearer upgrader-token")
@@ -42,7 +43,7 @@ func TestAuditsEveryAction(t *testing.T) {
 	_, _ = f.rpc.ImagePull(ctx, &edgeotav1.ImagePullRequest{Namespace: "default", Name: "ghost"})
 	_, _ = f.rpc.ListPods(ctx, &edgeotav1.ListPodsRequest{})
 
-	upgraders := []string{GroupViewers, GroupUpgraders}
+	upgraders := []string{ownerauth.GroupViewers, ownerauth.GroupUpgraders}
 	line := func(rpc, name, outcome, protocol string) []any {
 		return []any{"user", "uli", "groups", upgraders, "rpc", rpc, "pod", klog.KRef("default", name), "outcome", outcome, "queued", false, "protocol", protocol}
 	}

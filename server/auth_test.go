@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 const testTokens = `
@@ -25,11 +28,15 @@ upgrader-token,uli,1002,"edgeota:viewers,edgeota:upgraders"
 nobody-token,nora,1003
 `
 
-func mustTokens(t testing.TB, csv string) *TokenFile {
+func mustTokens(t testing.TB, csv string) *ownerauth.TokenFile {
 	t.Helper()
-	tf, err := parseTokens(strings.NewReader(csv))
+	path := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tf, err := ownerauth.LoadTokenFile(path)
 	if err != nil {
-		t.Fatalf("parseTokens: %v", err)
+		t.Fatalf("LoadTokenFile: %v", err)
 	}
 	return tf
 }
@@ -48,43 +55,60 @@ func withToken(ctx context.Context, token string) context.Context {
 // nothing).
 type operation struct {
 	name        string
-	need        access
+	need        ownerauth.Access
 	rest        string // "METHOD path" for REST, "" for gRPC
+	stream      bool   // the REST answer is a stream: only its status is read
 	grpc        func(context.Context, *grpc.ClientConn) error
 	allowedHTTP int
 	allowedCode codes.Code
 }
 
 var operations = []operation{
-	{name: "REST ListPods", need: accessView, rest: "GET /pods", allowedHTTP: 200},
-	{name: "REST Upgrade", need: accessUpgrade, rest: "POST /openyurt.io/v1/namespaces/default/pods/ghost/upgrade", allowedHTTP: 404},
-	{name: "REST ImagePull", need: accessUpgrade, rest: "POST /openyurt.io/v1/namespaces/default/pods/ghost/imagepull", allowedHTTP: 404},
-	{name: "REST ListActions", need: accessView, rest: "GET /edgeota.io/v1/actions", allowedHTTP: 200},
-	{name: "REST CancelAction", need: accessUpgrade, rest: "DELETE /edgeota.io/v1/namespaces/default/pods/ghost/actions/upgrade", allowedHTTP: 404},
-	{name: "REST unknown path", need: accessView, rest: "GET /nope", allowedHTTP: 404},
-	{name: "healthz", need: accessOpen, rest: "GET /healthz", allowedHTTP: 200},
-	{name: "readyz", need: accessOpen, rest: "GET /readyz", allowedHTTP: 200},
-	{name: "gRPC ListPods", need: accessView, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+	{name: "REST ListPods", need: ownerauth.View, rest: "GET /pods", allowedHTTP: 200},
+	{name: "REST Upgrade", need: ownerauth.Upgrade, rest: "POST /openyurt.io/v1/namespaces/default/pods/ghost/upgrade", allowedHTTP: 404},
+	{name: "REST ImagePull", need: ownerauth.Upgrade, rest: "POST /openyurt.io/v1/namespaces/default/pods/ghost/imagepull", allowedHTTP: 404},
+	{name: "REST ListActions", need: ownerauth.View, rest: "GET /edgeota.io/v1/actions", allowedHTTP: 200},
+	{name: "REST CancelAction", need: ownerauth.Upgrade, rest: "DELETE /edgeota.io/v1/namespaces/default/pods/ghost/actions/upgrade", allowedHTTP: 404},
+	{name: "REST ListUpgrades", need: ownerauth.View, rest: "GET /edgeota.io/v1/upgrades", allowedHTTP: 200},
+	{name: "REST WatchUpgrades", need: ownerauth.View, rest: "GET /edgeota.io/v1/watch/upgrades", stream: true, allowedHTTP: 200},
+	{name: "REST metrics", need: ownerauth.View, rest: "GET /metrics", allowedHTTP: 200},
+	{name: "REST unknown path", need: ownerauth.View, rest: "GET /nope", allowedHTTP: 404},
+	{name: "healthz", need: ownerauth.Open, rest: "GET /healthz", allowedHTTP: 200},
+	{name: "readyz", need: ownerauth.Open, rest: "GET /readyz", allowedHTTP: 200},
+	{name: "gRPC ListPods", need: ownerauth.View, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		_, err := edgeotav1.NewOTAServiceClient(c).ListPods(ctx, &edgeotav1.ListPodsRequest{})
 		return err
 	}},
-	{name: "gRPC Upgrade", need: accessUpgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+	{name: "gRPC Upgrade", need: ownerauth.Upgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		_, err := edgeotav1.NewOTAServiceClient(c).Upgrade(ctx, &edgeotav1.UpgradeRequest{Namespace: "default", Name: "ghost"})
 		return err
 	}},
-	{name: "gRPC ImagePull", need: accessUpgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+	{name: "gRPC ImagePull", need: ownerauth.Upgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		_, err := edgeotav1.NewOTAServiceClient(c).ImagePull(ctx, &edgeotav1.ImagePullRequest{Namespace: "default", Name: "ghost"})
 		return err
 	}},
-	{name: "gRPC ListActions", need: accessView, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+	{name: "gRPC ListUpgrades", need: ownerauth.View, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+		_, err := edgeotav1.NewOTAServiceClient(c).ListUpgrades(ctx, &edgeotav1.ListUpgradesRequest{})
+		return err
+	}},
+	{name: "gRPC WatchUpgrades", need: ownerauth.View, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+		stream, err := edgeotav1.NewOTAServiceClient(c).WatchUpgrades(ctx, &edgeotav1.WatchUpgradesRequest{})
+		if err != nil {
+			return err
+		}
+		// The snapshot, or the refusal.
+		_, err = stream.Recv()
+		return err
+	}},
+	{name: "gRPC ListActions", need: ownerauth.View, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		_, err := edgeotav1.NewOTAServiceClient(c).ListActions(ctx, &edgeotav1.ListActionsRequest{})
 		return err
 	}},
-	{name: "gRPC CancelAction", need: accessUpgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+	{name: "gRPC CancelAction", need: ownerauth.Upgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		_, err := edgeotav1.NewOTAServiceClient(c).CancelAction(ctx, &edgeotav1.CancelActionRequest{Namespace: "default", Name: "ghost", Action: "upgrade"})
 		return err
 	}},
-	{name: "gRPC reflection", need: accessView, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+	{name: "gRPC reflection", need: ownerauth.View, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		stream, err := reflectionpb.NewServerReflectionClient(c).ServerReflectionInfo(ctx)
 		if err != nil {
 			return err
@@ -95,7 +119,7 @@ var operations = []operation{
 		_, err = stream.Recv()
 		return err
 	}},
-	{name: "gRPC health", need: accessOpen, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+	{name: "gRPC health", need: ownerauth.Open, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		_, err := healthpb.NewHealthClient(c).Check(ctx, &healthpb.HealthCheckRequest{})
 		return err
 	}},
@@ -115,26 +139,51 @@ func (f *fixture) call(op operation, token string) (int, codes.Code, response) {
 	if token != "" {
 		headers = []string{"Authorization", "Bearer " + token}
 	}
+	if op.stream {
+		resp := f.streamStatus(method, path, headers...)
+		return resp.status, 0, resp
+	}
 	resp := f.do(method, path, "", headers...)
 	return resp.status, 0, resp
+}
+
+// streamStatus sends a request whose answer streams and returns its status
+// and header, without waiting for the stream's end.
+func (f *fixture) streamStatus(method, path string, headers ...string) response {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, f.base+path, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	resp.Body.Close()
+	return response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), header: resp.Header}
 }
 
 // TestAuthorizesByGroup runs every operation, over both protocols, as every
 // kind of caller, and checks who gets through: with tokens configured, only
 // the health checks are open, viewers may list, upgraders may also act.
 func TestAuthorizesByGroup(t *testing.T) {
-	f := newFixture(t, fixtureOptions{auth: Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
+	f := newFixture(t, fixtureOptions{auth: ownerauth.Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
 	callers := []struct {
 		name, token string
-		allowed     access     // the most this caller may do
-		refusal     codes.Code // what it gets beyond that
+		allowed     ownerauth.Access // the most this caller may do
+		refusal     codes.Code       // what it gets beyond that
 		refusalHTTP int
 	}{
-		{name: "no credentials", token: "", allowed: accessOpen, refusal: codes.Unauthenticated, refusalHTTP: 401},
-		{name: "invalid token", token: "wrong-token", allowed: accessOpen, refusal: codes.Unauthenticated, refusalHTTP: 401},
-		{name: "no group", token: "nobody-token", allowed: accessOpen, refusal: codes.PermissionDenied, refusalHTTP: 403},
-		{name: "viewer", token: "viewer-token", allowed: accessView, refusal: codes.PermissionDenied, refusalHTTP: 403},
-		{name: "upgrader", token: "upgrader-token", allowed: accessUpgrade},
+		{name: "no credentials", token: "", allowed: ownerauth.Open, refusal: codes.Unauthenticated, refusalHTTP: 401},
+		{name: "invalid token", token: "wrong-token", allowed: ownerauth.Open, refusal: codes.Unauthenticated, refusalHTTP: 401},
+		{name: "no group", token: "nobody-token", allowed: ownerauth.Open, refusal: codes.PermissionDenied, refusalHTTP: 403},
+		{name: "viewer", token: "viewer-token", allowed: ownerauth.View, refusal: codes.PermissionDenied, refusalHTTP: 403},
+		{name: "upgrader", token: "upgrader-token", allowed: ownerauth.Upgrade},
 	}
 	for _, c := range callers {
 		for _, op := range operations {
@@ -180,7 +229,7 @@ func TestAnonymousWithoutAuthentication(t *testing.T) {
 // TestAuthErrorsFollowContentNegotiation keeps 401 and 403 in the REST error
 // format: one line of text for curl, grpc-gateway's status JSON when asked.
 func TestAuthErrorsFollowContentNegotiation(t *testing.T) {
-	f := newFixture(t, fixtureOptions{auth: Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
+	f := newFixture(t, fixtureOptions{auth: ownerauth.Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
 	cases := []struct {
 		name, token string
 		wantHTTP    int
@@ -224,26 +273,26 @@ func TestClientCertificatesAuthenticate(t *testing.T) {
 		wantPull  codes.Code
 		wantHTTPs int // GET /pods; 0 means the handshake fails
 	}{
-		{name: "viewer certificate", cert: []tls.Certificate{clientCA.clientCert("vera", GroupViewers)},
+		{name: "viewer certificate", cert: []tls.Certificate{clientCA.clientCert("vera", ownerauth.GroupViewers)},
 			wantList: codes.OK, wantPull: codes.PermissionDenied, wantHTTPs: 200},
-		{name: "upgrader certificate", cert: []tls.Certificate{clientCA.clientCert("uli", "fleet", GroupUpgraders)},
+		{name: "upgrader certificate", cert: []tls.Certificate{clientCA.clientCert("uli", "fleet", ownerauth.GroupUpgraders)},
 			wantList: codes.OK, wantPull: codes.NotFound, wantHTTPs: 200},
 		{name: "certificate without group", cert: []tls.Certificate{clientCA.clientCert("nora")},
 			wantList: codes.PermissionDenied, wantPull: codes.PermissionDenied, wantHTTPs: 403},
 		{name: "no certificate, certificates required",
 			wantList: codes.Unavailable, wantPull: codes.Unavailable},
-		{name: "certificate of another CA", cert: []tls.Certificate{otherCA.clientCert("mallory", GroupUpgraders)},
+		{name: "certificate of another CA", cert: []tls.Certificate{otherCA.clientCert("mallory", ownerauth.GroupUpgraders)},
 			wantList: codes.Unavailable, wantPull: codes.Unavailable},
 		{name: "no certificate, token instead", tokens: true, token: "upgrader-token",
 			wantList: codes.OK, wantPull: codes.NotFound, wantHTTPs: 200},
 		{name: "no certificate, no token", tokens: true,
 			wantList: codes.Unauthenticated, wantPull: codes.Unauthenticated, wantHTTPs: 401},
-		{name: "viewer certificate, invalid token", tokens: true, cert: []tls.Certificate{clientCA.clientCert("vera", GroupViewers)}, token: "wrong",
+		{name: "viewer certificate, invalid token", tokens: true, cert: []tls.Certificate{clientCA.clientCert("vera", ownerauth.GroupViewers)}, token: "wrong",
 			wantList: codes.Unauthenticated, wantPull: codes.Unauthenticated, wantHTTPs: 401},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			auth := Authenticator{ClientCerts: true}
+			auth := ownerauth.Authenticator{ClientCerts: true}
 			if tc.tokens {
 				auth.Tokens = mustTokens(t, testTokens)
 			}

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 // testCA is a certificate authority made for one test.
@@ -120,7 +122,7 @@ func tlsPair(t testing.TB, ca *testCA, clientCA *testCA, tokensToo bool, clientC
 	if tokensToo {
 		clientAuth = tls.VerifyClientCertIfGiven
 	}
-	server, err := TLSConfig(certFile, keyFile, caFile, clientAuth)
+	server, err := ownerauth.TLSConfig(certFile, keyFile, caFile, clientAuth)
 	if err != nil {
 		t.Fatalf("TLSConfig: %v", err)
 	}

@@ -22,7 +22,6 @@ import (
 type Pods interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	podcondition.PodPatcher
 }
@@ -85,12 +84,6 @@ func (p restPods) List(ctx context.Context, opts metav1.ListOptions) (*corev1.Po
 func (p restPods) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	return p.request(p.rest.Get()).VersionedParams(&opts, p.params).Timeout(timeout(opts)).Watch(ctx)
-}
-
-func (p restPods) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error) {
-	pod := &corev1.Pod{}
-	err := p.request(p.rest.Get()).Name(name).VersionedParams(&opts, p.params).Do(ctx).Into(pod)
-	return pod, err
 }
 
 func (p restPods) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {

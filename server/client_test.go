@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -34,7 +35,7 @@ func recordingAPIServer(t *testing.T) (*httptest.Server, func() []apiRequest) {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.URL.Query().Get("watch") == "true":
-		case r.URL.Path == "/api/v1/pods":
+		case strings.HasSuffix(r.URL.Path, "/pods"):
 			_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"p","namespace":"default"}}]}`)
 		default:
 			_, _ = io.WriteString(w, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"default"}}`)
@@ -68,15 +69,18 @@ func TestClientSendsWhatTheTypedClientSends(t *testing.T) {
 		}
 		for range w.ResultChan() {
 		}
-		pod, err := c.Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		list, err = c.Pods("default").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + testNode + ",metadata.name=p"})
 		if err != nil {
-			t.Fatalf("Get: %v", err)
+			t.Fatalf("List by name: %v", err)
 		}
-		got = append(got, pod.Name)
+		got = append(got, list.Items[0].Name)
 		if err := c.Pods("default").Delete(ctx, "p", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
-		pod, err = c.Pods("default").Patch(ctx, "p", types.StrategicMergePatchType, []byte(`{"status":{}}`), metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		if err := c.Pods("default").Delete(ctx, "p", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+			t.Fatalf("dry-run Delete: %v", err)
+		}
+		pod, err := c.Pods("default").Patch(ctx, "p", types.StrategicMergePatchType, []byte(`{"status":{}}`), metav1.PatchOptions{FieldManager: FieldManager}, "status")
 		if err != nil {
 			t.Fatalf("Patch: %v", err)
 		}
@@ -103,7 +107,7 @@ func TestClientSendsWhatTheTypedClientSends(t *testing.T) {
 	if diff := cmp.Diff(typedGot, leanGot); diff != "" {
 		t.Errorf("answers read (-typed +NewClient):\n%s", diff)
 	}
-	if len(leanSeen()) != 5 {
-		t.Errorf("the API server saw %d requests, want 5", len(leanSeen()))
+	if len(leanSeen()) != 6 {
+		t.Errorf("the API server saw %d requests, want 6", len(leanSeen()))
 	}
 }

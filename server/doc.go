@@ -6,6 +6,11 @@
 //   - client.go: the agent's API client, core/v1 pods only: what it asks of
 //     the API server, and NewClient, which links and starts none of
 //     client-go's clientset (every API group), to keep the agent small.
+//   - identity.go: who the agent is to the API server (its node or its
+//     service account, settled by package apiidentity at the API server's
+//     first answer), the Client that acts as it, and until then a Client
+//     that answers as an unreachable API server; metrics.go: /metrics,
+//     edgeota_agent_identity.
 //   - podcache.go: the node's pod cache, and when it last heard from the API
 //     server; apiclock.go: that time by the API server's clock (its Date
 //     header); freshness.go: that time as the ListPods header
@@ -16,9 +21,11 @@
 //   - listpods.go, convert.go: ListPods and the v1.Pod → PodList mapping;
 //     encoding.go: the last PodList's JSON and protobuf encodings, reused
 //     while the cache is unchanged.
-//   - upgrade.go: Upgrade and ImagePull, the checks they share, and what a
-//     delete or status patch whose answer was lost did (read again by UID,
-//     or as the pod cache saw it).
+//   - upgrade.go: Upgrade and ImagePull, the live read of one pod (a list of
+//     the node's pods by name, which a node's identity may make; a dry-run
+//     delete that deletes nothing tells a missing pod from another node's),
+//     the checks they share, and what a delete or status patch whose answer
+//     was lost did (read again by UID, or as the pod cache saw it).
 //   - queue.go: the queue of actions asked for with queue_if_offline while
 //     the API server is unreachable, kept in the state directory, and their
 //     outcomes; actions.go: queuing them, ListActions, CancelAction, and
@@ -30,40 +37,41 @@
 //     upgrades.go: the view kept current from the pod cache, ListUpgrades;
 //     watch.go: WatchUpgrades' bounded fan-out (snapshot, upserts, deletes,
 //     heartbeats, slow readers cut off) over gRPC and its own REST route;
-//     targets.go: the target revisions' images, one ControllerRevision read
-//     per new revision, jittered, kept in the state directory.
+//     target.go: the offered revision's images and progress deadline, read
+//     from the controller's offer on the pod (package podchannel), so the
+//     agent reads nothing but its node's pods.
 //   - validate.go: namespace and name validation of path parameters.
 //   - errors.go: gRPC codes, HTTP statuses and API-server error mapping.
 //   - rest.go: content negotiation, plain-text bodies and the error handler
 //     that keep OpenYurt's and ACK Edge's curl scripts working.
-//   - auth.go: who calls (bearer token or client certificate) and what each
-//     group may do, for both protocols; tokenfile.go: kube-apiserver's static
-//     token file format; tls.go: the serving and client-CA TLS configuration.
 //   - audit.go: one audit line per ImagePull and Upgrade, REST or gRPC, and
 //     one per end of a queued action.
 //   - recover.go: a panic answers 500 / Internal instead of killing the agent.
-//   - handler.go, serve.go: one port for gRPC, REST and health (readiness:
-//     which view is served and how old); request limits and timeouts;
-//     graceful shutdown.
+//   - handler.go, serve.go: one port for gRPC, REST, health (readiness:
+//     which view is served and how old, and the identity in force) and
+//     metrics; request limits and timeouts; graceful shutdown.
 //
 // The data path of a request, e.g. POST .../pods/{name}/upgrade:
 // handler.go (NewHandler: one http.Handler; HTTP/2 gRPC requests go to the
 // gRPC server, the rest to grpc-gateway, the watch route to watch.go) →
-// auth.go (the caller and the access its RPC needs, grpcAccess/restAccess) →
-// validate.go (path segments) → upgrade.go (Server.Upgrade → checkedPod: a
-// live GET through client.go, then the contract's checks in order) →
+// package ownerauth (the caller, and the access its RPC needs) →
+// validate.go (path segments) → upgrade.go (Server.Upgrade → livePod: a
+// live read through client.go, a list of this node's pods by name, then the
+// contract's checks in order) →
 // client.go (the DELETE with UID and resourceVersion preconditions) →
 // errors.go (API errors to gRPC codes) → rest.go (the code and body the
 // caller negotiated). With queue_if_offline and the API server out of reach,
 // upgrade.go hands the request to actions.go instead.
 //
-// Why one package: the transport and security files are thin and specific
-// to this service: the authorization table names each RPC, the REST error
-// handler and negotiation know each response text, the watch route is served
-// by hand beside the gateway. Split out, each would need the service's
-// internals exported for one caller; kept here, every step of the path above
-// is one file away from the next. The generic pieces already live outside:
-// statedir (atomic, versioned files), podcondition (the one-condition patch),
+// Why one package: the transport files are thin and specific to this
+// service: the REST error handler and negotiation know each response text,
+// the watch route is served by hand beside the gateway. Split out, each
+// would need the service's internals exported for one caller; kept here,
+// every step of the path above is one file away from the next. What has a
+// life of its own lives outside: ownerauth (who calls the agent and what each
+// group may do: tokens, client certificates, TLS), apiidentity (who the
+// agent is to the API server), statedir (atomic, versioned files),
+// podcondition and podchannel (the status patch and what rides in it),
 // health (readiness and the failure rule).
 //
 // Fuzz targets: FuzzValidatePodRef, FuzzREST (any request through the whole

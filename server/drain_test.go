@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 )
 
@@ -37,9 +41,17 @@ func (s *slowDeletes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch r.Method {
 	case http.MethodGet:
-		pod := dsPod(name)
-		pod.APIVersion, pod.Kind = "v1", "Pod"
-		_ = json.NewEncoder(w).Encode(pod)
+		// The agent's live read: a list of its node's pods by name.
+		selector, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector"))
+		name, named := "", false
+		if err == nil {
+			name, named = selector.RequiresExactMatch("metadata.name")
+		}
+		if !named {
+			http.Error(w, "want a list by name", http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []corev1.Pod{*dsPod(name)}})
 	case http.MethodDelete:
 		s.arrived <- name
 		<-s.held

@@ -8,15 +8,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -28,6 +30,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/statedir"
 )
@@ -63,7 +67,7 @@ type fixtureOptions struct {
 	// apiTimeout bounds live API calls (DefaultAPIServerTimeout when zero).
 	apiTimeout time.Duration
 	// auth configures authentication; the zero value is anonymous access.
-	auth Authenticator
+	auth ownerauth.Authenticator
 	// tls serves TLS with this configuration; clientTLS is what the fixture's
 	// own clients present.
 	tls, clientTLS *tls.Config
@@ -84,9 +88,12 @@ type fixtureOptions struct {
 	// link, when set, stands between the agent's live calls and the fake API
 	// server, installed before the agent starts.
 	link *link
-	// upgrades configures the owner's view; target revisions are read from
-	// the fake clientset without jitter unless it says otherwise.
+	// upgrades configures the owner's view.
 	upgrades UpgradeOptions
+	// identity, when set, stands between the agent and the fake API server
+	// as cmd/ota-server puts it there, not settled: the fixture does not wait
+	// for the cache to sync.
+	identity *APIIdentity
 }
 
 func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixture {
@@ -95,40 +102,29 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	if opts.logger != nil {
 		ctx = klog.NewContext(ctx, *opts.logger)
 	}
-	// ControllerRevisions are served by a clientset of their own: the
-	// owner's view reads them in the background, while tests add reactors
-	// to the pods' clientset, which the fake does not guard.
-	var pods, revisions []runtime.Object
-	for _, o := range objs {
-		if _, ok := o.(*appsv1.ControllerRevision); ok {
-			revisions = append(revisions, o)
-		} else {
-			pods = append(pods, o)
-		}
-	}
-	client := fake.NewClientset(pods...)
+	client := fake.NewClientset(objs...)
+	asAPIServer(client)
 	if opts.link != nil {
 		opts.link.install(client)
 	}
 	if opts.watcher != nil {
 		client.PrependWatchReactor("pods", k8stesting.DefaultWatchReactor(opts.watcher, nil))
 	}
-	podCache := NewPodCache(ctx, typedClient{client}, testNode, PodCacheOptions{StateDir: opts.stateDir})
+	var api Client = typedClient{client}
+	if opts.identity != nil {
+		api = identityClient{opts.identity, typedClient{client}}
+	}
+	podCache := NewPodCache(ctx, api, testNode, PodCacheOptions{StateDir: opts.stateDir})
 	actions := opts.actions
 	if actions == nil {
-		actions = typedClient{client}
+		actions = api
 	}
 	var queue *ActionQueue
 	if opts.stateDir != nil {
 		queue = NewActionQueue(ctx, opts.stateDir, opts.queuedActionTTL, nil)
 	}
-	if opts.upgrades.Revisions == nil {
-		opts.upgrades.Revisions = typedClient{fake.NewClientset(revisions...)}
-	}
-	if opts.upgrades.TargetJitter == 0 {
-		opts.upgrades.TargetJitter = time.Nanosecond
-	}
-	svc := New(testNode, actions, podCache, Options{APITimeout: opts.apiTimeout, Auth: opts.auth, Queue: queue, Upgrades: opts.upgrades})
+	svc := New(testNode, actions, podCache, Options{APITimeout: opts.apiTimeout, Auth: opts.auth, Queue: queue, Upgrades: opts.upgrades,
+		Identity: opts.identity})
 	if opts.unsynced {
 		svc.synced = func() bool { return false }
 	}
@@ -146,7 +142,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	go func() { defer close(informerDone); podCache.Run(ctx) }()
 	queueDone := make(chan struct{})
 	go func() { defer close(queueDone); svc.RunQueue(ctx) }()
-	if !opts.unsynced {
+	if !opts.unsynced && opts.identity == nil {
 		cache.WaitForCacheSync(ctx.Done(), podCache.HasSynced)
 	}
 
@@ -207,15 +203,81 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	}
 }
 
+// identityClient is an APIIdentity in front of the fake clientset that
+// passes on the fake's lack of watch-list support (see typedClient): the
+// fake's watch hands out the objects it stores, which the pod cache would
+// then change under it.
+type identityClient struct {
+	*APIIdentity
+	fake typedClient
+}
+
+func (c identityClient) IsWatchListSemanticsUnSupported() bool {
+	return c.fake.IsWatchListSemanticsUnSupported()
+}
+
+// asAPIServer makes the fake clientset answer lists and deletes of pods as
+// the API server does where the agent relies on it, which the fake alone does
+// not: a list honours its field selector (spec.nodeName, metadata.name), and
+// a delete its dry run and its preconditions (409 when the UID or
+// resourceVersion differs). Reactors prepended later (a link, a failing call)
+// run before these.
+func asAPIServer(client *fake.Clientset) {
+	tracker := client.Tracker()
+	carryOut := k8stesting.ObjectReaction(tracker)
+	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := carryOut(a)
+		list, ok := obj.(*corev1.PodList)
+		if !handled || err != nil || !ok {
+			return handled, obj, err
+		}
+		selector := a.(k8stesting.ListAction).GetListRestrictions().Fields
+		kept := list.Items[:0]
+		for _, p := range list.Items {
+			if selector == nil || selector.Matches(fields.Set{"metadata.name": p.Name, "metadata.namespace": p.Namespace, "spec.nodeName": p.Spec.NodeName}) {
+				kept = append(kept, p)
+			}
+		}
+		list.Items = kept
+		return true, list, nil
+	})
+	client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		del := a.(k8stesting.DeleteAction)
+		obj, err := tracker.Get(podsGVR, del.GetNamespace(), del.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		pod := obj.(*corev1.Pod)
+		opts := del.GetDeleteOptions()
+		if pre := opts.Preconditions; pre != nil &&
+			(pre.UID != nil && *pre.UID != pod.UID || pre.ResourceVersion != nil && *pre.ResourceVersion != pod.ResourceVersion) {
+			return true, nil, apierrors.NewConflict(podsResource, pod.Name,
+				errors.New("Precondition failed: the UID or resourceVersion in the precondition is not the pod's"))
+		}
+		if slices.Contains(opts.DryRun, metav1.DryRunAll) {
+			return true, nil, nil
+		}
+		return false, nil, nil
+	})
+}
+
+// liveRead reports whether a is the agent's live read of one pod: a list of
+// pods whose field selector names the pod, not the pod cache's list of the
+// node's pods.
+func liveRead(a k8stesting.Action) bool {
+	list, ok := a.(k8stesting.ListAction)
+	if !ok {
+		return false
+	}
+	_, named := list.GetListRestrictions().Fields.RequiresExactMatch("metadata.name")
+	return named
+}
+
 // typedClient is the agent's Client over client-go's typed clientset, real or
 // fake.
 type typedClient struct{ kubernetes.Interface }
 
 func (c typedClient) Pods(namespace string) Pods { return c.CoreV1().Pods(namespace) }
-
-func (c typedClient) GetControllerRevision(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
-	return c.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
-}
 
 // IsWatchListSemanticsUnSupported passes on the fake clientset's answer, which
 // tells the pod cache's reflector to list and then watch: the fake cannot
@@ -309,6 +371,26 @@ func deleting() podOption {
 		p.DeletionTimestamp = &now
 		p.Finalizers = []string{"test/keep"}
 	}
+}
+
+func withAnnotation(key, value string) podOption {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[key] = value
+	}
+}
+
+// offered puts the controller's offer of revision hash on the pod, as it
+// writes it with PodNeedUpgrade: the target's images, and its progress
+// deadline (zero: none).
+func offered(hash string, images map[string]string, deadlineSeconds int64) podOption {
+	value, err := podchannel.Encode(&podchannel.Offer{Revision: hash, Images: images, ProgressDeadlineSeconds: deadlineSeconds})
+	if err != nil {
+		panic(err) // a map of strings always encodes
+	}
+	return withAnnotation(podchannel.OfferAnnotation, value)
 }
 
 func ownedBy(kind string) podOption {

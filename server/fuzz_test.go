@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 // hostileSegments seed both fuzz targets with the path parameters the node
@@ -30,7 +31,7 @@ var hostileSegments = []string{
 // never answers 5xx (the cache is synced and the API server answers), and
 // never redirects.
 func FuzzREST(f *testing.F) {
-	fx := newFixture(f, fixtureOptions{auth: Authenticator{Tokens: mustTokens(f, testTokens)}}, dsPod("p"), dsPod("q"))
+	fx := newFixture(f, fixtureOptions{auth: ownerauth.Authenticator{Tokens: mustTokens(f, testTokens)}}, dsPod("p"), dsPod("q"))
 	for _, seg := range hostileSegments {
 		for _, verb := range []string{"upgrade", "imagepull"} {
 			f.Add(http.MethodPost, "/openyurt.io/v1/namespaces/default/pods/"+seg+"/"+verb, "*/*", "Bearer upgrader-token", "")

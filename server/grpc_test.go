@@ -23,17 +23,31 @@ func dial(t testing.TB, f *fixture) *grpc.ClientConn {
 	return conn
 }
 
+// TestGRPCHealthFollowsCacheSync: the OTA service is SERVING once a view of
+// the pods is served: the live one once the cache has synced, or the stored
+// one an earlier run left, at once, even if the API server never answers
+// (a restart in a dead zone); NOT_SERVING with neither.
 func TestGRPCHealthFollowsCacheSync(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		unsynced bool
+		stored   bool
 		want     healthpb.HealthCheckResponse_ServingStatus
 	}{
-		{"synced", false, healthpb.HealthCheckResponse_SERVING},
-		{"unsynced", true, healthpb.HealthCheckResponse_NOT_SERVING},
+		{"synced", false, false, healthpb.HealthCheckResponse_SERVING},
+		{"unsynced", true, false, healthpb.HealthCheckResponse_NOT_SERVING},
+		{"unsynced, serving the stored view after a restart", true, true, healthpb.HealthCheckResponse_SERVING},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, fixtureOptions{unsynced: tc.unsynced})
+			opts := fixtureOptions{unsynced: tc.unsynced}
+			if tc.stored {
+				opts.stateDir = openStateDir(t)
+				first := newFixture(t, fixtureOptions{stateDir: opts.stateDir}, dsPod("p"))
+				if err := first.stop(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f := newFixture(t, opts)
 			health := healthpb.NewHealthClient(dial(t, f))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -43,7 +57,7 @@ func TestGRPCHealthFollowsCacheSync(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Check: %v", err)
 				}
-				if got = resp.GetStatus(); got == tc.want || tc.unsynced {
+				if got = resp.GetStatus(); got == tc.want || tc.want == healthpb.HealthCheckResponse_NOT_SERVING {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 // limits keep a slow, idle or oversized client from holding the agent.
@@ -38,20 +39,22 @@ var defaultLimits = limits{
 // and server reflection), the REST gateway, and the probes /healthz (the
 // process answers) and /readyz (a view of the pods is served: the live one
 // once the pod cache has synced, the stored one before; the body says which
-// and how old). It authenticates every request once, for both protocols, and
-// survives a panicking one.
+// and how old, and which identity the agent acts as toward the API server),
+// and /metrics (to viewers, as the REST reads). It authenticates every
+// request once, for both protocols, and survives a panicking one.
 type Handler struct {
-	svc    *Server
-	auth   Authenticator
-	grpc   *grpc.Server
-	health *health.Server
-	rest   http.Handler
-	limits limits
+	svc     *Server
+	auth    ownerauth.Authenticator
+	grpc    *grpc.Server
+	health  *health.Server
+	rest    http.Handler
+	metrics http.Handler
+	limits  limits
 }
 
 // NewHandler wires svc into a gRPC server and a REST gateway that calls it
 // in-process (no loopback hop between the two protocols), both audited and
-// guarded by svc's Authenticator (see Options).
+// guarded by svc's ownerauth.Authenticator (see Options).
 func NewHandler(ctx context.Context, svc *Server) (*Handler, error) {
 	auth := svc.auth
 	h := &Handler{
@@ -59,10 +62,11 @@ func NewHandler(ctx context.Context, svc *Server) (*Handler, error) {
 		auth: auth,
 		grpc: grpc.NewServer(
 			grpc.ForceServerCodecV2(newListCodec()),
-			grpc.ChainUnaryInterceptor(recoverUnary, auth.unaryInterceptor),
-			grpc.ChainStreamInterceptor(recoverStream, auth.streamInterceptor)),
-		health: health.NewServer(),
-		limits: defaultLimits,
+			grpc.ChainUnaryInterceptor(recoverUnary, auth.UnaryInterceptor),
+			grpc.ChainStreamInterceptor(recoverStream, auth.StreamInterceptor)),
+		health:  health.NewServer(),
+		metrics: metricsHandler(svc.identity),
+		limits:  defaultLimits,
 	}
 	api := audited{svc}
 	edgeotav1.RegisterOTAServiceServer(h.grpc, api)
@@ -87,33 +91,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// A watch outlives the server's timeouts; it bounds each send.
 			r = r.WithContext(context.WithValue(r.Context(), deadlineKey{}, liftTimeouts(w)))
 		}
-		h.grpc.ServeHTTP(w, h.auth.identify(r, "gRPC"))
+		h.grpc.ServeHTTP(w, h.auth.Identify(r, "gRPC"))
 		return
 	}
 	switch r.URL.Path {
 	case watchUpgradesPath:
-		h.serveWatchREST(w, h.auth.identify(r, "REST"))
+		h.serveWatchREST(w, h.auth.Identify(r, "REST"))
 	case "/healthz":
 		h.probe(w, r, true, "ok")
 	case "/readyz":
 		ok, msg := h.svc.readiness()
 		h.probe(w, r, ok, msg)
+	case metricsPath:
+		if r = h.authorizeREST(w, h.auth.Identify(r, "REST")); r != nil {
+			h.metrics.ServeHTTP(w, r)
+		}
 	default:
-		h.serveREST(w, h.auth.identify(r, "REST"))
+		if r = h.authorizeREST(w, h.auth.Identify(r, "REST")); r != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, h.limits.maxBody)
+			h.rest.ServeHTTP(w, r)
+		}
 	}
 }
 
-func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) {
+// authorizeREST negotiates the answer's format and returns r if its caller
+// may make it, else answers the refusal and returns nil.
+func (h *Handler) authorizeREST(w http.ResponseWriter, r *http.Request) *http.Request {
 	negotiate(r)
-	if err := h.auth.authorize(r.Context(), restAccess(r)); err != nil {
+	if err := h.auth.Authorize(r.Context(), ownerauth.RESTAccess(r)); err != nil {
 		if status.Code(err) == codes.Unauthenticated {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="edgeota"`)
 		}
 		writeError(r.Context(), nil, nil, w, r, err)
-		return
+		return nil
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.limits.maxBody)
-	h.rest.ServeHTTP(w, r)
+	return r
 }
 
 // probe answers a probe: 200 and msg when ok, else 503 and msg.
@@ -139,13 +151,17 @@ func (s *Server) readiness() (bool, string) {
 		return fmt.Sprintf("last contact with the API server %s ago (%s)",
 			max(s.clock.Now().Sub(at), 0).Truncate(time.Second), at.UTC().Format(time.RFC3339))
 	}
+	identity := ""
+	if s.identity != nil {
+		identity = "; " + s.identity.describe()
+	}
 	switch {
 	case s.synced():
-		return true, "ok: serving the live view; " + age(s.lastContact())
+		return true, "ok: serving the live view; " + age(s.lastContact()) + identity
 	case s.stored != nil:
-		return true, "ok: serving the stored view until the API server answers; " + age(s.stored.lastContact)
+		return true, "ok: serving the stored view until the API server answers; " + age(s.stored.lastContact) + identity
 	default:
-		return false, "the pod cache has not synced yet and no stored view could be read"
+		return false, "the pod cache has not synced yet and no stored view could be read" + identity
 	}
 }
 

@@ -39,8 +39,15 @@ var (
 
 // failing makes the fake API server answer every verb on pods (and pods/status)
 // with err.
+// failing makes the API server answer err to every call of verb on pods;
+// "read" names the agent's live read of one pod (see liveRead), and leaves
+// the pod cache's list alone.
 func failing(verb string, err error) func(*fixture) {
 	return func(f *fixture) {
+		if verb == "read" {
+			f.client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) { return liveRead(a), nil, err })
+			return
+		}
 		f.client.PrependReactor(verb, "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, err })
 	}
 }
@@ -95,7 +102,7 @@ func TestOutcomes(t *testing.T) {
 		{
 			name: "pod on another node", calls: []call{upgradeCall, imagePullCall},
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", onNode("edge-2"))},
-			wantCode: codes.PermissionDenied, wantHTTP: 403, wantInMsg: `runs on node "edge-2"`,
+			wantCode: codes.PermissionDenied, wantHTTP: 403, wantInMsg: `runs on another node, not on this node "edge-1"`,
 		},
 		{
 			name: "pod being deleted", calls: []call{upgradeCall, imagePullCall},
@@ -175,13 +182,13 @@ func TestOutcomes(t *testing.T) {
 		{
 			name: "API server refuses the read", calls: []call{upgradeCall, imagePullCall},
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p")},
-			setup:    failing("get", apierrors.NewForbidden(podsResource, "p", errors.New("RBAC: get pods not granted"))),
-			wantCode: codes.PermissionDenied, wantHTTP: 403, wantInMsg: "RBAC: get pods not granted",
+			setup:    failing("read", apierrors.NewForbidden(podsResource, "p", errors.New("RBAC: list pods not granted"))),
+			wantCode: codes.PermissionDenied, wantHTTP: 403, wantInMsg: "RBAC: list pods not granted",
 		},
 		{
 			name: "API server unreachable", calls: []call{upgradeCall, imagePullCall},
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p")},
-			setup:    failing("get", fmt.Errorf(`Get "https://127.0.0.1:6443/api/v1/namespaces/default/pods/p": dial tcp 127.0.0.1:6443: connect: connection refused`)),
+			setup:    failing("read", errors.New(`Get "https://127.0.0.1:6443/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3Dp": dial tcp 127.0.0.1:6443: connect: connection refused`)),
 			wantCode: codes.Unavailable, wantHTTP: 503, wantInMsg: "connection refused",
 		},
 		{

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/statedir"
 )
 
@@ -60,9 +61,9 @@ type queuedAction struct {
 	// TargetRevision is the revision the owner agreed to.
 	TargetRevision string `json:"targetRevision"`
 	// Caller is who asked; nil for an anonymous caller.
-	Caller    *Identity `json:"caller,omitempty"`
-	QueuedAt  time.Time `json:"queuedAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	Caller    *ownerauth.Identity `json:"caller,omitempty"`
+	QueuedAt  time.Time           `json:"queuedAt"`
+	ExpiresAt time.Time           `json:"expiresAt"`
 	// DeleteSent is set, on the disk, before an upgrade's delete is sent:
 	// its answer may be lost (a timeout, a power cut), so from then on the
 	// pod with PodUID found gone or terminating means the upgrade started.

@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -68,9 +69,13 @@ var errAnswerLost = errors.New(`Delete "https://10.0.0.1:6443/api/v1/namespaces/
 // before the agent starts (see fixtureOptions.link).
 func (l *link) install(client *fake.Clientset) {
 	carryOut := k8stesting.ObjectReaction(client.Tracker())
-	for _, verb := range []string{"get", "delete", "patch"} {
+	for _, verb := range []string{"list", "delete", "patch"} {
 		client.PrependReactor(verb, "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			write := a.GetVerb() != "get"
+			if verb == "list" && !liveRead(a) {
+				// The pod cache's list of the node's pods goes through.
+				return false, nil, nil
+			}
+			write := verb != "list"
 			switch {
 			case l.cut.Load():
 				return true, nil, errLinkDown
@@ -239,7 +244,9 @@ func TestQueueingChecksTheLastKnownView(t *testing.T) {
 		wantInBody  string
 	}{
 		{"ghost", "upgrade", 404, "not found in the agent's last known view"},
-		{"elsewhere", "upgrade", 403, "runs on node"},
+		// The view holds this node's pods only (the cache lists them by
+		// spec.nodeName), so another node's pod is not known at all.
+		{"elsewhere", "upgrade", 404, "not found in the agent's last known view"},
 		{"deleting", "imagepull", 403, "is being deleted"},
 		{"bare", "upgrade", 400, "not controlled by a DaemonSet"},
 		{"current", "imagepull", 403, "has no newer version"},
@@ -388,7 +395,7 @@ func TestQueuedUpgradeIsRefused(t *testing.T) {
 // file, is refused.
 func TestQueuedActionCallerMustStillBeAllowed(t *testing.T) {
 	dir := openStateDir(t)
-	first, _ := offlineFixture(t, fixtureOptions{stateDir: dir, auth: Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
+	first, _ := offlineFixture(t, fixtureOptions{stateDir: dir, auth: ownerauth.Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
 	resp := first.do(http.MethodPost, queuedUpgradePath, "", "Authorization", "Bearer upgrader-token")
 	if resp.status != http.StatusAccepted {
 		t.Fatalf("got %d %q, want 202", resp.status, resp.body)
@@ -398,7 +405,7 @@ func TestQueuedActionCallerMustStillBeAllowed(t *testing.T) {
 	}
 	// The same token now makes uli a viewer only.
 	demoted := `upgrader-token,uli,1002,"edgeota:viewers"` + "\n"
-	second := newFixture(t, fixtureOptions{stateDir: dir, auth: Authenticator{Tokens: mustTokens(t, demoted)}}, dsPod("p"))
+	second := newFixture(t, fixtureOptions{stateDir: dir, auth: ownerauth.Authenticator{Tokens: mustTokens(t, demoted)}}, dsPod("p"))
 	var o *edgeotav1.ActionOutcome
 	eventually(t, "the queued upgrade's outcome", func() bool {
 		list, err := second.rpc.ListActions(withToken(context.Background(), "upgrader-token"), &edgeotav1.ListActionsRequest{})

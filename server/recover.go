@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/internal/untrusted"
 )
 
 // panicked logs a recovered panic with its stack and returns the Internal
@@ -51,5 +53,5 @@ func recoverHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(p)
 	}
 	ctx := r.Context()
-	writeError(ctx, nil, nil, w, r, panicked(ctx, r.Method+" "+echo(r.URL.EscapedPath()), p))
+	writeError(ctx, nil, nil, w, r, panicked(ctx, r.Method+" "+untrusted.Quote(r.URL.EscapedPath()), p))
 }

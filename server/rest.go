@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/internal/untrusted"
 )
 
 // The two media types a REST caller can get. Content negotiation collapses
@@ -154,7 +156,7 @@ func writeRoutingError(ctx context.Context, mux *runtime.ServeMux, m runtime.Mar
 	case http.StatusBadRequest:
 		code = codes.InvalidArgument
 	}
-	msg := fmt.Sprintf("%s: %s %s", http.StatusText(httpStatus), r.Method, echo(r.URL.EscapedPath()))
+	msg := fmt.Sprintf("%s: %s %s", http.StatusText(httpStatus), r.Method, untrusted.Quote(r.URL.EscapedPath()))
 	writeError(ctx, mux, m, w, r, &runtime.HTTPStatusError{HTTPStatus: httpStatus, Err: status.Error(code, msg)})
 }
 

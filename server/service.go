@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 // FieldManager names the agent's writes in the pods' managedFields, so that
@@ -32,8 +33,11 @@ type Server struct {
 	lastContact func() time.Time
 	generation  func() uint64
 	apiTimeout  time.Duration
-	auth        Authenticator
+	auth        ownerauth.Authenticator
 	clock       *APIServerClock
+	// identity is who the agent is to the API server (nil: not said, the
+	// client as given).
+	identity *APIIdentity
 	// stored is the view a previous run kept on disk, served until the cache
 	// syncs; nil if none.
 	stored *storedView
@@ -58,9 +62,13 @@ type Options struct {
 	APITimeout time.Duration
 	// Auth says who may call what; NewHandler enforces it on every call, and a
 	// queued action's caller must still pass it when the action runs.
-	Auth Authenticator
+	Auth ownerauth.Authenticator
 	// Clock tells the API server's time (nil: the node's).
 	Clock *APIServerClock
+	// Identity, when set, is who the agent is to the API server, shown by
+	// /readyz and /metrics; the Client passed to New is normally this very
+	// APIIdentity.
+	Identity *APIIdentity
 	// Queue keeps actions asked for with queue_if_offline while the API
 	// server is unreachable (see NewActionQueue); nil refuses them.
 	Queue *ActionQueue
@@ -84,6 +92,7 @@ func New(nodeName string, client Client, pods *PodCache, opts Options) *Server {
 		apiTimeout:  opts.APITimeout,
 		auth:        opts.Auth,
 		clock:       opts.Clock,
+		identity:    opts.Identity,
 		stored:      pods.stored,
 		queue:       opts.Queue,
 	}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -87,18 +88,79 @@ func pullRequested(namespace, name string) string {
 
 // livePod validates the pod's namespace and name and reads the pod live from
 // the API server, which doubles as the connectivity check: Unavailable means
-// the API server is unreachable or too slow.
+// the API server is unreachable or too slow. A pod that is not on this node
+// is NotFound, or PermissionDenied when it exists on another node (see
+// elsewhere).
 func (s *Server) livePod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	if err := validatePodRef(namespace, name); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
-	pod, err := s.client.Pods(namespace).Get(actx, name, metav1.GetOptions{})
+	pod, err := s.podOnNode(actx, namespace, name)
 	if err != nil {
 		return nil, apiError(fmt.Sprintf("reading pod %s/%s", namespace, name), s.apiTimeout, err)
 	}
+	if pod == nil {
+		return nil, s.elsewhere(actx, namespace, name)
+	}
 	return pod, nil
+}
+
+// podOnNode reads the pod of that name if it is bound to this node, nil if
+// none is. It lists the node's pods by name (field selector
+// spec.nodeName=<node>,metadata.name=<name>) rather than getting the pod:
+// acting as its node, the agent may list its node's pods, and the answer is
+// an empty list once the pod is gone, where a GET of a pod the node no longer
+// runs is refused (403: the Node authorizer has forgotten it) and would read
+// as a refusal, not as the pod gone. The API server serves such a list from
+// one key, as it does a GET. The answer is checked all the same: what is
+// returned is the pod asked for, on this node.
+func (s *Server) podOnNode(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	selector := fields.AndSelectors(
+		fields.OneTermEqualSelector("spec.nodeName", s.nodeName),
+		fields.OneTermEqualSelector("metadata.name", name)).String()
+	list, err := s.client.Pods(namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if p := &list.Items[i]; p.Namespace == namespace && p.Name == name && p.Spec.NodeName == s.nodeName {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// probeUID is a UID no pod has (the API server gives pods UUIDs): a delete
+// with it as precondition deletes nothing.
+const probeUID types.UID = "edgeota-probe-matches-no-pod"
+
+// elsewhere answers for a pod that is not on this node: NotFound when no pod
+// of that name exists, PermissionDenied when it runs on another node. Acting
+// as its node the agent may not read other nodes' pods (and the API server
+// refuses a GET of a pod the node is not related to whether it exists or
+// not), so it asks with a dry-run delete whose precondition names probeUID:
+// the API server answers 404 when there is no such pod and 409 (the
+// precondition) when there is one, before any admission plugin and without
+// deleting anything. The same question serves the service account, whose
+// answer is the same.
+func (s *Server) elsewhere(ctx context.Context, namespace, name string) error {
+	uid := probeUID
+	err := s.client.Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{
+		DryRun: []string{metav1.DryRunAll}, Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	ref := klog.KRef(namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return status.Errorf(codes.NotFound, "reading pod %s: not found", ref)
+	case apierrors.IsConflict(err):
+		return status.Errorf(codes.PermissionDenied, "pod %s runs on another node, not on this node %q", ref, s.nodeName)
+	case err == nil:
+		return status.Errorf(codes.Internal, "pod %s is not on this node %q, and the API server accepted a dry-run delete of it that no pod can pass", ref, s.nodeName)
+	default:
+		return apiError(fmt.Sprintf("looking for pod %s on other nodes", ref), s.apiTimeout, err)
+	}
 }
 
 // checkPod runs the checks common to Upgrade and ImagePull that need no API
@@ -237,23 +299,22 @@ const (
 
 // effectOf finds out whether a write to pod whose answer was lost took effect,
 // done telling from the pod with pod's UID as it is now (nil: gone) whether it
-// did. It reads the pod again from the API server (with a time limit of its
+// did. It reads the pod again from the API server (as livePod does: a pod
+// gone is an empty list, not a refusal) (with a time limit of its
 // own, even if the caller has gone: the audit log tells the truth too); if
 // the API server is still out of reach, the pod cache, which the watch keeps
 // current, can confirm the write, never deny it (it may lag behind).
 func (s *Server) effectOf(ctx context.Context, pod *corev1.Pod, done func(*corev1.Pod) bool) effect {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.apiTimeout)
 	defer cancel()
-	now, err := s.client.Pods(pod.Namespace).Get(actx, pod.Name, metav1.GetOptions{})
+	now, err := s.podOnNode(actx, pod.Namespace, pod.Name)
 	switch {
-	case apierrors.IsNotFound(err):
-		now = nil
 	case err != nil:
 		if cached, known := s.cachedPod(pod.Namespace, pod.Name, pod.UID); known && done(cached) {
 			return effectDone
 		}
 		return effectUnknown
-	case now.UID != pod.UID:
+	case now != nil && now.UID != pod.UID:
 		now = nil
 	}
 	if done(now) {

@@ -19,17 +19,12 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/health"
-	"github.com/edgeota/edgeota/podcondition"
-	"github.com/edgeota/edgeota/statedir"
 )
 
 // Defaults of UpgradeOptions.
 const (
 	// DefaultMaxWatchers bounds concurrent WatchUpgrades streams.
 	DefaultMaxWatchers = 64
-	// DefaultTargetJitter spreads the reads of a new target revision over
-	// this long, so that a fleet offered a new version does not read at once.
-	DefaultTargetJitter = 2 * time.Second
 	// DefaultHeartbeat is how often a watch hears from a quiet agent.
 	DefaultHeartbeat = 10 * time.Second
 	// watchStall is how long a watcher may go without reading before it is
@@ -43,29 +38,23 @@ const (
 // Zero fields take their defaults.
 type UpgradeOptions struct {
 	// Deadline is how long a new pod may take to become available before its
-	// upgrade counts as failed, unless the DaemonSet sets
-	// health.ProgressDeadlineAnnotation; health.DefaultDeadline when zero.
+	// upgrade counts as failed, unless the offer the upgrade was made for
+	// carries the DaemonSet's (health.ProgressDeadlineAnnotation);
+	// health.DefaultDeadline when zero.
 	Deadline time.Duration
 	// MaxWatchers bounds concurrent watches (DefaultMaxWatchers).
 	MaxWatchers int
-	// Revisions reads target revisions; nil leaves target images unknown.
-	Revisions RevisionReader
-	// TargetJitter spreads the read of a new target revision (DefaultTargetJitter).
-	TargetJitter time.Duration
-	// StateDir keeps the resolved target images; nil keeps them in memory.
-	StateDir *statedir.Dir
 	// Heartbeat is how often a watch gets a heartbeat (DefaultHeartbeat).
 	Heartbeat time.Duration
 }
 
 // upgradeView is the owner's view of the node's apps. It recomputes every app
-// when the pod cache changes (a node holds at most a few hundred pods), when a
-// target revision is resolved, and when a deadline passes, and fans each
-// change out to the watchers.
+// when the pod cache changes (a node holds at most a few hundred pods: the
+// target revisions' images come with the pods, in the controller's offers),
+// and when a deadline passes, and fans each change out to the watchers.
 type upgradeView struct {
 	srv       *Server
 	rule      phaseRule
-	targets   *targets
 	heartbeat time.Duration
 	stall     time.Duration
 	backlog   int
@@ -97,7 +86,6 @@ func newUpgradeView(srv *Server, opts UpgradeOptions) *upgradeView {
 	if srv.queue != nil {
 		v.rule.queued = srv.queue.Queued
 	}
-	v.targets = newTargets(opts.Revisions, opts.StateDir, cmp.Or(opts.TargetJitter, DefaultTargetJitter), srv.apiTimeout, v.changed)
 	return v
 }
 
@@ -112,9 +100,6 @@ func (v *upgradeView) changed() {
 
 // run keeps the view current until ctx is done, then ends every watch.
 func (v *upgradeView) run(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	v.targets.load(logger)
-	v.targets.start(ctx)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -174,7 +159,6 @@ func (v *upgradeView) refreshLocked(ctx context.Context, now time.Time) time.Dur
 	}
 	inputs := groupApps(mine)
 	next := make(map[appKey]*edgeotav1.App, len(inputs))
-	offered := map[targetKey]bool{}
 	recheck := idleRecheck
 	soonest := func(d time.Duration) {
 		if d > 0 && d < recheck {
@@ -187,7 +171,7 @@ func (v *upgradeView) refreshLocked(ctx context.Context, now time.Time) time.Dur
 			mem = &appMemory{}
 			v.memory[key] = mem
 		}
-		st := v.rule.evaluate(in, mem, v.target(in, offered), now)
+		st := v.rule.evaluate(in, mem, now)
 		next[key] = st.app
 		soonest(st.recheck)
 	}
@@ -205,11 +189,10 @@ func (v *upgradeView) refreshLocked(ctx context.Context, now time.Time) time.Dur
 			delete(v.memory, key)
 			continue
 		}
-		st := v.rule.evaluate(gap, mem, v.gapTarget(key, mem, offered), now)
+		st := v.rule.evaluate(gap, mem, now)
 		next[key] = st.app
 		soonest(st.recheck)
 	}
-	v.targets.retain(offered, klog.FromContext(ctx))
 	v.publishLocked(next)
 	if !v.srv.synced() {
 		// Served from the stored view: look again soon for the live one.
@@ -235,37 +218,6 @@ func (s *Server) podSource() (pods corelisters.PodLister, syncedAt time.Time, ok
 func (v *upgradeView) syncedAt() *timestamppb.Timestamp {
 	_, at, _ := v.srv.podSource()
 	return timestamppb.New(at)
-}
-
-// gapTarget is what is known of the revision an app without pods is being
-// replaced for: its progress deadline applies to the gap too.
-func (v *upgradeView) gapTarget(key appKey, mem *appMemory, offered map[targetKey]bool) targetInfo {
-	if mem.upgrade.target == "" {
-		return targetInfo{}
-	}
-	tk := targetKey{Namespace: key.namespace, DaemonSet: key.daemonSet, Owner: mem.owner, Revision: mem.upgrade.target}
-	offered[tk] = true
-	return v.targets.lookup(tk)
-}
-
-// target is what is known of the revision the app's pod is offered, its read
-// scheduled if needed, and marks it offered.
-func (v *upgradeView) target(in *appInput, offered map[targetKey]bool) targetInfo {
-	pod := in.current
-	if pod == nil {
-		return targetInfo{}
-	}
-	need := podcondition.Get(&pod.Status, podcondition.NeedUpgrade)
-	if need == nil || need.Status != corev1.ConditionTrue {
-		return targetInfo{}
-	}
-	hash, ok := podcondition.Revision(need.Message)
-	if !ok {
-		return targetInfo{}
-	}
-	key := targetKey{Namespace: in.key.namespace, DaemonSet: in.key.daemonSet, Owner: in.owner, Revision: hash}
-	offered[key] = true
-	return v.targets.lookup(key)
 }
 
 // publishLocked replaces the published apps with next and sends each

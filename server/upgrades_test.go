@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,36 +18,17 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
+	k8stesting "k8s.io/client-go/testing"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/ownerauth"
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
-	"github.com/edgeota/edgeota/statedir"
 )
-
-// revision is DaemonSet demo's ControllerRevision testHash, as the DaemonSet
-// controller writes it: named after the DaemonSet, owned by it, its pod
-// template in a patch, and the DaemonSet's annotations.
-func revision(image string, annotations map[string]string) *appsv1.ControllerRevision {
-	yes := true
-	return &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "demo-" + testHash, Namespace: "default",
-			Labels:          map[string]string{revisionLabel: testHash},
-			Annotations:     annotations,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "demo", UID: "ds-uid", Controller: &yes}},
-		},
-		Data: runtime.RawExtension{Raw: []byte(fmt.Sprintf(
-			`{"spec":{"template":{"$patch":"replace","spec":{"initContainers":[{"name":"init","image":"busybox:2"}],"containers":[{"name":"app","image":%q}]}}}}`, image))},
-		Revision: 2,
-	}
-}
 
 // eventuallyApps polls ListUpgrades until ok holds of its answer.
 func (f *fixture) eventuallyApps(what string, ok func([]*edgeotav1.App) bool) []*edgeotav1.App {
@@ -67,8 +49,12 @@ func (f *fixture) eventuallyApps(what string, ok func([]*edgeotav1.App) bool) []
 	return nil
 }
 
+// targetImages are the images of revision testHash that the tests' offers
+// carry.
+var targetImages = map[string]string{"app": "nginx:1.19.5", "init": "busybox:2"}
+
 func TestListUpgradesShowsTheTargetImages(t *testing.T) {
-	f := newFixture(t, fixtureOptions{}, dsPod("p"), revision("nginx:1.19.5", nil))
+	f := newFixture(t, fixtureOptions{}, dsPod("p", offered(testHash, targetImages, 0)))
 	apps := f.eventuallyApps("the target images", func(apps []*edgeotav1.App) bool {
 		return len(apps) == 1 && apps[0].GetTargetImages()["app"] == "nginx:1.19.5"
 	})
@@ -90,108 +76,84 @@ func TestListUpgradesShowsTheTargetImages(t *testing.T) {
 	}
 }
 
-// countingReader serves one ControllerRevision and counts the reads.
-type countingReader struct {
-	mu    sync.Mutex
-	reads map[string]int
-	cr    *appsv1.ControllerRevision
-	err   error
-}
+// TestTargetImagesTravelWithPodNeedUpgrade is the agent's half of the
+// channel (the controller's is controller.TestOfferTravelsWithPodNeedUpgrade):
+// the controller's one pods/status patch, condition and offer together, is
+// all the agent needs to show the target's images. Before the patch the app
+// is UP_TO_DATE with no target; after it, UPGRADE_AVAILABLE with the images,
+// and the API server got that one write and no read of anything but pods.
+func TestTargetImagesTravelWithPodNeedUpgrade(t *testing.T) {
+	pod := dsPod("p", withCondition(corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionFalse}))
+	f := newFixture(t, fixtureOptions{}, pod)
+	f.eventuallyApps("the app up to date", func(apps []*edgeotav1.App) bool {
+		return len(apps) == 1 && apps[0].GetPhase() == upToDate && apps[0].GetTargetRevision() == ""
+	})
 
-func (r *countingReader) GetControllerRevision(_ context.Context, _, name string) (*appsv1.ControllerRevision, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reads[name]++
-	if r.err != nil {
-		return nil, r.err
-	}
-	cr := r.cr.DeepCopy()
-	cr.Name = name
-	cr.Labels[revisionLabel] = strings.TrimPrefix(name, "demo-")
-	return cr, nil
-}
-
-func (r *countingReader) count(name string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.reads[name]
-}
-
-func TestTargetImagesAreReadOncePerRevision(t *testing.T) {
-	dir, err := statedir.Open(t.TempDir())
+	offer, err := podchannel.Encode(&podchannel.Offer{Revision: testHash, Images: targetImages, ProgressDeadlineSeconds: 90})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := &countingReader{reads: map[string]int{}, cr: revision("nginx:1.19.5", map[string]string{health.ProgressDeadlineAnnotation: "90"})}
-	resolved := make(chan struct{}, 10)
-	tg := newTargets(reader, dir, time.Millisecond, time.Second, func() { resolved <- struct{}{} })
-	tg.start(t.Context())
-	key := targetKey{Namespace: "default", DaemonSet: "demo", Owner: "ds-uid", Revision: "r2"}
-
-	for range 50 {
-		tg.lookup(key)
+	f.client.ClearActions()
+	want := corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionTrue, Message: testTarget}
+	if _, err := podcondition.SetAnnotated(t.Context(), f.client.CoreV1(), pod, want,
+		podcondition.Annotations{podchannel.OfferAnnotation: &offer}, "edgeota-ota-controller"); err != nil {
+		t.Fatalf("the controller's patch: %v", err)
 	}
-	<-resolved
-	info := tg.lookup(key)
-	if info.images["app"] != "nginx:1.19.5" || info.deadline != 90*time.Second {
-		t.Errorf("got %v deadline %s, want app=nginx:1.19.5 and the DaemonSet's 90s", info.images, info.deadline)
-	}
-	if n := reader.count("demo-r2"); n != 1 {
-		t.Errorf("got %d reads of revision r2 after 51 lookups, want 1", n)
-	}
-
-	other := key
-	other.Revision = "r3"
-	tg.lookup(other)
-	<-resolved
-	if n := reader.count("demo-r3"); n != 1 {
-		t.Errorf("got %d reads of revision r3, want 1", n)
-	}
-
-	// A restarted agent finds them on the disk, offline.
-	tg.retain(map[targetKey]bool{key: true}, klog.Background())
-	reader.err = errors.New("dial tcp: i/o timeout")
-	again := newTargets(reader, dir, time.Millisecond, time.Second, func() {})
-	again.load(klog.Background())
-	if got := again.lookup(key); got.images["app"] != "nginx:1.19.5" {
-		t.Errorf("after a restart: got %v, want the stored images", got.images)
-	}
-	if n := reader.count("demo-r2"); n != 1 {
-		t.Errorf("after a restart: got %d reads, want still 1", n)
-	}
-	if got := again.lookup(other); got.images != nil {
-		t.Errorf("got %v for a revision no longer offered, want it forgotten", got.images)
-	}
-}
-
-func TestTargetOfAnotherOwnerIsNotShown(t *testing.T) {
-	reader := &countingReader{reads: map[string]int{}, cr: revision("evil:1", nil)}
-	reader.cr.OwnerReferences[0].UID = "someone-else"
-	tg := newTargets(reader, nil, time.Millisecond, time.Second, func() {})
-	tg.start(t.Context())
-	key := targetKey{Namespace: "default", DaemonSet: "demo", Owner: "ds-uid", Revision: "r2"}
-	tg.lookup(key)
-	deadline := time.Now().Add(5 * time.Second)
-	for reader.count("demo-r2") == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // let the read finish
-	for range 5 {
-		if got := tg.lookup(key); got.images != nil {
-			t.Fatalf("got %v, want no images from another owner's revision", got.images)
+	var writes []k8stesting.Action
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			writes = append(writes, a)
 		}
 	}
-	if n := reader.count("demo-r2"); n != 1 {
-		t.Errorf("got %d reads, want 1: another owner's revision is not read again", n)
+	if len(writes) != 1 || writes[0].GetVerb() != "patch" || writes[0].GetSubresource() != "status" {
+		t.Fatalf("got API calls %v, want one patch of pods/status", writes)
+	}
+
+	apps := f.eventuallyApps("the offer read back", func(apps []*edgeotav1.App) bool {
+		return len(apps) == 1 && apps[0].GetPhase() == upgradeAvailable && len(apps[0].GetTargetImages()) > 0
+	})
+	if got := apps[0]; got.GetTargetRevision() != testHash || !maps.Equal(got.GetTargetImages(), targetImages) {
+		t.Errorf("got target %q images %v, want %s %v", got.GetTargetRevision(), got.GetTargetImages(), testHash, targetImages)
+	}
+	for _, a := range f.client.Actions() {
+		if r := a.GetResource().Resource; r != "pods" {
+			t.Errorf("got a %s of %s, want the agent to read nothing but pods", a.GetVerb(), r)
+		}
 	}
 }
 
-func TestRevisionName(t *testing.T) {
-	if got := revisionName("demo", "5d4f7c"); got != "demo-5d4f7c" {
-		t.Errorf("got %q, want demo-5d4f7c", got)
+// TestOwnersViewKeepsTheChannelAcrossARestart: the pod cache and the stored
+// view keep the channel's annotations (the controller's offer, the owner's
+// hold), so that an agent restarted in a dead zone shows the target's images
+// from the stored view alone.
+func TestOwnersViewKeepsTheChannelAcrossARestart(t *testing.T) {
+	dir := openStateDir(t)
+	hold, err := podchannel.Encode(&podchannel.Hold{Until: metav1.NewTime(time.Now().Add(time.Hour)), Reason: "driving", At: metav1.Now()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := revisionName(strings.Repeat("a", 250), "h"); got != strings.Repeat("a", 223)+"-h" {
-		t.Errorf("got %d characters, want the name cut to 223 and -h", len(got))
+	first := newFixture(t, fixtureOptions{stateDir: dir}, dsPod("p", offered(testHash, targetImages, 0), withAnnotation(podchannel.HoldAnnotation, hold)))
+	cached, err := first.svc.lister.Pods("default").Get("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	stored := storedData(t, dir)
+	for _, p := range []*corev1.Pod{cached, &stored.Pods[0]} {
+		if _, err := podchannel.OfferOf(p); err != nil || p.Annotations[podchannel.OfferAnnotation] == "" || p.Annotations[podchannel.HoldAnnotation] != hold {
+			t.Errorf("got annotations %v, want the offer and the hold kept", p.Annotations)
+		}
+	}
+
+	second := newFixture(t, fixtureOptions{stateDir: dir, unsynced: true})
+	resp, err := second.rpc.ListUpgrades(context.Background(), &edgeotav1.ListUpgradesRequest{})
+	if err != nil {
+		t.Fatalf("ListUpgrades from the stored view: %v", err)
+	}
+	if apps := resp.GetApps(); len(apps) != 1 || apps[0].GetPhase() != upgradeAvailable || !maps.Equal(apps[0].GetTargetImages(), targetImages) {
+		t.Errorf("got %v from the stored view, want UPGRADE_AVAILABLE with %v", apps, targetImages)
 	}
 }
 
@@ -377,7 +339,7 @@ func TestStalledWatcherIsCutOff(t *testing.T) {
 }
 
 func TestWatchUpgradesOverREST(t *testing.T) {
-	f := newFixture(t, fixtureOptions{auth: Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
+	f := newFixture(t, fixtureOptions{auth: ownerauth.Authenticator{Tokens: mustTokens(t, testTokens)}}, dsPod("p"))
 	if resp := f.do(http.MethodGet, watchUpgradesPath, ""); resp.status != http.StatusUnauthorized {
 		t.Errorf("without a token: got %d %q, want 401", resp.status, resp.body)
 	}

@@ -39,16 +39,6 @@ func TestValidatePodRef(t *testing.T) {
 	}
 }
 
-func TestEchoBoundsLongValues(t *testing.T) {
-	got := echo(strings.Repeat("x", 64<<10))
-	if len(got) > 2*maxEchoed {
-		t.Errorf("got %d bytes, want at most %d", len(got), 2*maxEchoed)
-	}
-	if !strings.Contains(got, "(65536 bytes)") {
-		t.Errorf("got %q, want the original length named", got)
-	}
-}
-
 // FuzzValidatePodRef checks that validation never panics, never accepts what
 // cannot be a Kubernetes namespace and name, and keeps its messages short,
 // printable and on one line.

@@ -15,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/internal/untrusted"
+	"github.com/edgeota/edgeota/ownerauth"
 )
 
 // watchUpgradesPath is WatchUpgrades' REST route. grpc-gateway's in-process
@@ -180,10 +182,10 @@ func (h *Handler) serveWatchREST(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		writeError(r.Context(), nil, nil, w, r, &runtime.HTTPStatusError{HTTPStatus: http.StatusMethodNotAllowed,
-			Err: status.Errorf(codes.Unimplemented, "Method Not Allowed: %s %s", echo(r.Method), watchUpgradesPath)})
+			Err: status.Errorf(codes.Unimplemented, "Method Not Allowed: %s %s", untrusted.Quote(r.Method), watchUpgradesPath)})
 		return
 	}
-	if err := h.auth.authorize(r.Context(), accessView); err != nil {
+	if err := h.auth.Authorize(r.Context(), ownerauth.View); err != nil {
 		if status.Code(err) == codes.Unauthenticated {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="edgeota"`)
 		}

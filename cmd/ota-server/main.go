@@ -23,11 +23,14 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/edgeota/edgeota/apiidentity"
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/internal/command"
+	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/server"
 	"github.com/edgeota/edgeota/statedir"
 )
@@ -38,6 +41,10 @@ const drainTimeout = 10 * time.Second
 // defaultStateDir is where the agent keeps its state on a node: the hostPath
 // deploy/server.yaml mounts.
 const defaultStateDir = "/var/lib/edgeota"
+
+// staleTargetsFile is the file of target images earlier agents kept in the
+// state directory.
+const staleTargetsFile = "targets.json"
 
 type options struct {
 	kubeconfig  string
@@ -51,10 +58,11 @@ type options struct {
 	clientCAFile string
 	tokenFile    string
 
+	identity apiidentity.Mode
+
 	stateDir        string
 	upgradeDeadline time.Duration
 	maxWatchers     int
-	targetJitter    time.Duration
 	queuedActionTTL time.Duration
 }
 
@@ -67,8 +75,10 @@ func main() {
 		return
 	}
 	fs := flag.NewFlagSet("ota-server", flag.ContinueOnError)
-	opts := options{}
+	opts := options{identity: apiidentity.Node}
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster configuration")
+	fs.Func("identity", `who the agent is to the API server: "node" (default) impersonates the node its pod-bound token names, so that the API server scopes its reads and writes to this node's pods (Kubernetes 1.36+); "serviceaccount" sends its credentials as they are (older clusters); "auto" tries node and falls back to the service account with a warning (ad-hoc runs only)`,
+		func(v string) (err error) { opts.identity, err = apiidentity.ParseMode(v); return err })
 	fs.StringVar(&opts.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods this agent serves (default $NODE_NAME)")
 	fs.StringVar(&opts.bindAddress, "bind-address", "127.0.0.1", "IP address to listen on; keep loopback unless the API is otherwise protected")
 	fs.IntVar(&opts.port, "port", 10267, "port for gRPC and REST")
@@ -77,11 +87,10 @@ func main() {
 	fs.StringVar(&opts.tlsKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
 	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "PEM CA bundle; client certificates it signed authenticate their CN as the user and O as the groups (needs TLS)")
 	fs.StringVar(&opts.tokenFile, "token-auth-file", "", "bearer tokens in kube-apiserver's static token file format: token,user,uid,\"group1,group2\" (needs TLS off loopback)")
-	fs.StringVar(&opts.stateDir, "state-dir", defaultStateDir, "directory (0700, created if missing) where the agent keeps its view of the pods, the queued actions and the target revisions' images across restarts; empty disables them")
+	fs.StringVar(&opts.stateDir, "state-dir", defaultStateDir, "directory (0700, created if missing) where the agent keeps its view of the pods and the queued actions across restarts; empty disables them")
 	fs.DurationVar(&opts.queuedActionTTL, "queued-action-ttl", server.DefaultQueuedActionTTL, "how long an action queued while the API server is unreachable waits before it expires")
 	fs.DurationVar(&opts.upgradeDeadline, "upgrade-deadline", health.DefaultDeadline, "how long an upgraded pod may take to become available before its upgrade counts as FAILED, unless its DaemonSet sets "+health.ProgressDeadlineAnnotation)
 	fs.IntVar(&opts.maxWatchers, "max-watchers", server.DefaultMaxWatchers, "concurrent WatchUpgrades streams; beyond, RESOURCE_EXHAUSTED / 429")
-	fs.DurationVar(&opts.targetJitter, "target-read-jitter", server.DefaultTargetJitter, "a new target revision's images are read after a random delay up to this, so that a fleet does not read at once")
 	command.Main(fs, func(ctx context.Context) error { return run(ctx, opts) })
 }
 
@@ -116,9 +125,6 @@ func (o options) validate() error {
 	if o.maxWatchers <= 0 {
 		return fmt.Errorf("--max-watchers %d must be positive", o.maxWatchers)
 	}
-	if o.targetJitter < 0 {
-		return fmt.Errorf("--target-read-jitter %s must not be negative", o.targetJitter)
-	}
 	return nil
 }
 
@@ -130,10 +136,10 @@ func (o options) authenticates() bool { return o.clientCAFile != "" || o.tokenFi
 
 // serving loads the credentials the options name: how callers authenticate,
 // and the TLS configuration (nil for plain HTTP).
-func (o options) serving() (server.Authenticator, *tls.Config, error) {
-	auth := server.Authenticator{ClientCerts: o.clientCAFile != ""}
+func (o options) serving() (ownerauth.Authenticator, *tls.Config, error) {
+	auth := ownerauth.Authenticator{ClientCerts: o.clientCAFile != ""}
 	if o.tokenFile != "" {
-		tokens, err := server.LoadTokenFile(o.tokenFile)
+		tokens, err := ownerauth.LoadTokenFile(o.tokenFile)
 		if err != nil {
 			return auth, nil, err
 		}
@@ -146,7 +152,7 @@ func (o options) serving() (server.Authenticator, *tls.Config, error) {
 	if auth.Tokens != nil {
 		clientAuth = tls.VerifyClientCertIfGiven // a bearer token may stand in for a certificate
 	}
-	cfg, err := server.TLSConfig(o.tlsCertFile, o.tlsKeyFile, o.clientCAFile, clientAuth)
+	cfg, err := ownerauth.TLSConfig(o.tlsCertFile, o.tlsKeyFile, o.clientCAFile, clientAuth)
 	return auth, cfg, err
 }
 
@@ -170,6 +176,12 @@ func run(ctx context.Context, o options) error {
 		if dir, err = statedir.Open(o.stateDir); err != nil {
 			return fmt.Errorf("--state-dir: %w", err)
 		}
+		// Earlier agents kept there the target revisions' images they read
+		// from ControllerRevisions; they now come with the pods (the
+		// controller's offer, package podchannel), and the file is stale.
+		if err := dir.Remove(staleTargetsFile); err != nil {
+			logger.Info("Could not remove a stale file from the state directory", "file", staleTargetsFile, "err", err)
+		}
 	} else {
 		logger.Info("No --state-dir: the view of the pods is lost at every restart and actions cannot be queued")
 	}
@@ -180,38 +192,39 @@ func run(ctx context.Context, o options) error {
 	config.UserAgent = "ota-server/" + o.nodeName
 	clock := &server.APIServerClock{}
 	config.Wrap(clock.Wrap)
-	client, err := server.NewClient(config)
-	if err != nil {
-		return fmt.Errorf("creating the API client: %w", err)
-	}
-
-	revisions, err := server.NewRevisionReader(config)
-	if err != nil {
-		return fmt.Errorf("creating the API client: %w", err)
-	}
 	var queue *server.ActionQueue
 	if dir != nil {
 		queue = server.NewActionQueue(ctx, dir, o.queuedActionTTL, clock)
 	}
-	pods := server.NewPodCache(ctx, client, o.nodeName, server.PodCacheOptions{Clock: clock, StateDir: dir})
-	svc := server.New(o.nodeName, client, pods, server.Options{APITimeout: o.apiTimeout, Auth: auth, Clock: clock, Queue: queue,
-		Upgrades: server.UpgradeOptions{
-			Deadline:     o.upgradeDeadline,
-			MaxWatchers:  o.maxWatchers,
-			Revisions:    revisions,
-			TargetJitter: o.targetJitter,
-			StateDir:     dir,
-		}})
+	// Every API call goes through the identity, which is settled at the
+	// API server's first answer: until then the stored view is served and
+	// live calls answer as from a dead zone.
+	identity := server.NewAPIIdentity()
+	pods := server.NewPodCache(ctx, identity, o.nodeName, server.PodCacheOptions{Clock: clock, StateDir: dir})
+	svc := server.New(o.nodeName, identity, pods, server.Options{APITimeout: o.apiTimeout, Auth: auth, Clock: clock, Queue: queue,
+		Identity: identity, Upgrades: server.UpgradeOptions{Deadline: o.upgradeDeadline, MaxWatchers: o.maxWatchers}})
 	handler, err := server.NewHandler(ctx, svc)
 	if err != nil {
 		return err
 	}
-	// The pod cache (and its writes to the state directory) and the queue run
-	// until Serve returns, and are waited for, so that the last write is done
-	// before the process exits.
+	// An identity ruled out (a token of another node, impersonation
+	// refused) stops the agent with the reason; a signal stops it cleanly.
+	serveCtx, stopServing := context.WithCancelCause(ctx)
+	defer stopServing(nil)
+	// The identity, then the pod cache (and its writes to the state
+	// directory), and the queue run until Serve returns, and are waited for,
+	// so that the last write is done before the process exits.
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
-	background.Go(func() { pods.Run(bgCtx) })
+	background.Go(func() {
+		if err := settleIdentity(bgCtx, o, config, identity); err != nil {
+			if bgCtx.Err() == nil {
+				stopServing(err)
+			}
+			return
+		}
+		pods.Run(bgCtx)
+	})
 	background.Go(func() { svc.RunQueue(bgCtx) })
 	defer func() { stopBackground(); background.Wait() }()
 
@@ -223,7 +236,37 @@ func run(ctx context.Context, o options) error {
 	if tlsConfig != nil {
 		l = tls.NewListener(l, tlsConfig)
 	}
-	logger.Info("Serving the OTA API", "address", l.Addr().String(), "node", o.nodeName,
+	logger.Info("Serving the OTA API", "address", l.Addr().String(), "node", o.nodeName, "identity", o.identity,
 		"tls", tlsConfig != nil, "clientCertificates", auth.ClientCerts, "tokens", auth.Tokens != nil)
-	return server.Serve(ctx, l, handler, drainTimeout)
+	err = server.Serve(serveCtx, l, handler, drainTimeout)
+	if cause := context.Cause(serveCtx); ctx.Err() == nil && cause != nil {
+		return cause
+	}
+	return err
+}
+
+// settleIdentity settles who the agent is to the API server (see package
+// apiidentity), waiting for the API server's first answer, and puts it in
+// force with its client.
+func settleIdentity(ctx context.Context, o options, config *rest.Config, identity *server.APIIdentity) error {
+	settled, err := apiidentity.Settle(ctx, config, o.nodeName, o.identity, apiidentity.Options{Timeout: o.apiTimeout})
+	if err != nil {
+		return fmt.Errorf("--identity=%s: %w", o.identity, err)
+	}
+	clientConfig := config
+	if settled.Mode == apiidentity.Node {
+		clientConfig = apiidentity.AsNode(config, o.nodeName)
+	}
+	client, err := server.NewClient(clientConfig)
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	identity.Settle(settled, client)
+	logger := klog.FromContext(ctx)
+	if settled.Mode == apiidentity.Node {
+		logger.Info("Acting as the node: the API server scopes the agent's reads and writes to this node's pods", "identity", settled.Mode, "user", settled.User)
+	} else {
+		logger.Info("Acting as the service account: reads are not node-scoped", "identity", settled.Mode, "requested", o.identity)
+	}
+	return nil
 }

@@ -10,7 +10,7 @@ import (
 
 func TestValidateOptions(t *testing.T) {
 	base := options{nodeName: "edge-1", bindAddress: "127.0.0.1", port: 10267, apiTimeout: 5 * time.Second, queuedActionTTL: time.Hour,
-		upgradeDeadline: 10 * time.Minute, maxWatchers: 64, targetJitter: 2 * time.Second}
+		upgradeDeadline: 10 * time.Minute, maxWatchers: 64}
 	cases := []struct {
 		name    string
 		change  func(*options)
@@ -23,7 +23,6 @@ func TestValidateOptions(t *testing.T) {
 		{name: "non-positive API timeout", change: func(o *options) { o.apiTimeout = 0 }, wantErr: "must be positive"},
 		{name: "non-positive upgrade deadline", change: func(o *options) { o.upgradeDeadline = 0 }, wantErr: "--upgrade-deadline"},
 		{name: "no watchers", change: func(o *options) { o.maxWatchers = 0 }, wantErr: "--max-watchers"},
-		{name: "negative jitter", change: func(o *options) { o.targetJitter = -time.Second }, wantErr: "--target-read-jitter"},
 		{name: "non-positive queued action TTL", change: func(o *options) { o.queuedActionTTL = 0 }, wantErr: "--queued-action-ttl"},
 		{name: "certificate without key", change: func(o *options) { o.tlsCertFile = "tls.crt" }, wantErr: "go together"},
 		{name: "key without certificate", change: func(o *options) { o.tlsKeyFile = "tls.key" }, wantErr: "go together"},

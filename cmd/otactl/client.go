@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 // with the bearer token on every call when one is.
 func (o options) dial() (edgeotav1.OTAServiceClient, func(), error) {
 	creds := insecure.NewCredentials()
-	if o.caFile != "" || o.certFile != "" {
+	if o.usesTLS() {
 		cfg, err := o.tlsConfig()
 		if err != nil {
 			return nil, nil, err
@@ -49,6 +50,29 @@ func (o options) dial() (edgeotav1.OTAServiceClient, func(), error) {
 	return edgeotav1.NewOTAServiceClient(conn), func() { _ = conn.Close() }, nil
 }
 
+// usesTLS reports whether otactl connects with TLS: any TLS flag says so.
+func (o options) usesTLS() bool { return o.caFile != "" || o.certFile != "" }
+
+// local reports whether the agent's address does not cross the network: a
+// loopback IP, localhost, or a Unix socket. The address is a gRPC target:
+// host:port, or dns:///host:port, unix:PATH and the like.
+func local(target string) bool {
+	if strings.HasPrefix(target, "unix:") || strings.HasPrefix(target, "unix-abstract:") {
+		return true
+	}
+	if _, rest, ok := strings.Cut(target, ":///"); ok {
+		target = rest
+	}
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return false
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return host == "localhost"
+}
+
 // tlsConfig verifies the agent with --ca-file (the system's CAs otherwise)
 // and presents --cert-file when given.
 func (o options) tlsConfig() (*tls.Config, error) {
@@ -73,9 +97,9 @@ func (o options) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// bearer sends "authorization: Bearer <token>". The agent accepts tokens
-// over plain HTTP only on loopback, and refuses to serve them off loopback
-// without TLS, so it may travel without transport security here.
+// bearer sends "authorization: Bearer <token>". Without TLS, validate lets it
+// go only to a local agent, or off loopback with --insecure, so gRPC's own
+// refusal of credentials without transport security is not needed.
 type bearer string
 
 func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {

@@ -54,6 +54,7 @@ type options struct {
 	caFile         string
 	certFile       string
 	keyFile        string
+	insecure       bool
 	output         string
 	wait           bool
 	queueIfOffline bool
@@ -92,6 +93,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM CA bundle to verify the agent's certificate: connect with TLS")
 	fs.StringVar(&o.certFile, "cert-file", "", "PEM client certificate (with --key-file): connect with TLS")
 	fs.StringVar(&o.keyFile, "key-file", "", "PEM private key of --cert-file")
+	fs.BoolVar(&o.insecure, "insecure", false, "send the bearer token without TLS to an agent that is not on loopback: anyone on the way can read and reuse it")
 	fs.StringVar(&o.output, "o", "", `output format: "" (a table, or lines) or "json"`)
 	fs.BoolVar(&o.wait, "wait", false, "pull, upgrade: follow the app until the pull or upgrade is done or failed")
 	fs.BoolVar(&o.queueIfOffline, "queue-if-offline", false, "upgrade: if the agent cannot reach the API server, queue the upgrade until it can")
@@ -186,6 +188,8 @@ func (o options) validate(positional []string) error {
 		return errors.New("--token and --token-file: give one")
 	case (o.certFile == "") != (o.keyFile == ""):
 		return errors.New("--cert-file and --key-file go together")
+	case (o.token != "" || o.tokenFile != "") && !o.usesTLS() && !o.insecure && !local(o.server):
+		return fmt.Errorf("refusing to send the bearer token in the clear to %s, which is not loopback: anyone on the way could read and reuse it; connect with TLS (--ca-file), or give --insecure if you accept that", o.server)
 	case o.queueIfOffline && positional[0] != "upgrade":
 		return errors.New("--queue-if-offline applies to upgrade only")
 	}

@@ -45,6 +45,15 @@ func TestValidate(t *testing.T) {
 		{[]string{"list"}, func(o *options) { o.token, o.tokenFile = "t", "f" }, "give one"},
 		{[]string{"list"}, func(o *options) { o.certFile = "c" }, "go together"},
 		{[]string{"pull", "a/b"}, func(o *options) { o.queueIfOffline = true }, "upgrade only"},
+		{[]string{"list"}, func(o *options) { o.token, o.server = "t", "10.0.0.5:10267" }, "refusing to send the bearer token in the clear to 10.0.0.5:10267"},
+		{[]string{"list"}, func(o *options) { o.tokenFile, o.server = "f", "dns:///vehicle.example:10267" }, "refusing to send the bearer token in the clear"},
+		{[]string{"list"}, func(o *options) { o.token, o.server, o.insecure = "t", "10.0.0.5:10267", true }, ""},
+		{[]string{"list"}, func(o *options) { o.token, o.server, o.caFile = "t", "10.0.0.5:10267", "ca.crt" }, ""},
+		{[]string{"list"}, func(o *options) { o.token, o.server = "t", "127.0.0.1:10267" }, ""},
+		{[]string{"list"}, func(o *options) { o.token, o.server = "t", "[::1]:10267" }, ""},
+		{[]string{"list"}, func(o *options) { o.token, o.server = "t", "localhost:10267" }, ""},
+		{[]string{"list"}, func(o *options) { o.token, o.server = "t", "unix:/run/edgeota.sock" }, ""},
+		{[]string{"list"}, func(o *options) { o.server = "10.0.0.5:10267" }, ""},
 	} {
 		o := base
 		if tc.change != nil {

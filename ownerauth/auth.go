@@ -1,4 +1,9 @@
-package server
+// Package ownerauth authenticates and authorizes the callers of the node
+// agent's own API, the owner's: bearer tokens (kube-apiserver's static token
+// file) and client certificates (CN the user, O the groups), TLS, and what
+// each group may call, for gRPC and REST alike. It says nothing about the
+// agent's own identity toward the API server (package apiidentity).
+package ownerauth
 
 import (
 	"context"
@@ -12,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/internal/untrusted"
 )
 
 // The groups that authorize calls once authentication is configured, named as
@@ -59,69 +65,77 @@ type Authenticator struct {
 
 func (a Authenticator) enabled() bool { return a.Tokens != nil || a.ClientCerts }
 
-// access is what a call needs from its caller.
-type access int
+// Access is what a call needs from its caller.
+type Access int
 
+// The levels of access, each allowing what the one before allows.
 const (
-	accessOpen access = iota
-	accessView
-	accessUpgrade
+	// Open calls need no caller: the health checks.
+	Open Access = iota
+	// View calls read: a viewer or an upgrader.
+	View
+	// Upgrade calls act: an upgrader.
+	Upgrade
 )
 
-// grpcAccess is what a gRPC method needs: health stays open, the reads
+// GRPCAccess is what a gRPC method needs: health stays open, the reads
 // (listing pods, apps and queued actions, watching apps) and reflection (which only describes the
 // API) need a viewer, the acting RPCs (queuing and cancelling included) an
 // upgrader, and so does any method added later until it is named here.
-func grpcAccess(fullMethod string) access {
+func GRPCAccess(fullMethod string) Access {
 	switch fullMethod {
 	case edgeotav1.OTAService_ListPods_FullMethodName, edgeotav1.OTAService_ListActions_FullMethodName,
 		edgeotav1.OTAService_ListUpgrades_FullMethodName, edgeotav1.OTAService_WatchUpgrades_FullMethodName:
-		return accessView
+		return View
 	case edgeotav1.OTAService_ImagePull_FullMethodName, edgeotav1.OTAService_Upgrade_FullMethodName,
 		edgeotav1.OTAService_CancelAction_FullMethodName:
-		return accessUpgrade
+		return Upgrade
 	}
 	switch {
 	case strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/"):
-		return accessOpen
+		return Open
 	case strings.HasPrefix(fullMethod, "/grpc.reflection."):
-		return accessView
+		return View
 	default:
-		return accessUpgrade
+		return Upgrade
 	}
 }
 
-// restAccess is what a REST request needs (the probes never get here): the
+// RESTAccess is what a REST request needs (the probes never get here): the
 // gateway only reads with GET (GET /pods, GET /edgeota.io/v1/actions) and
 // only acts with POST and DELETE (queuing and cancelling included), so the
 // method decides without trusting any parsing of the path.
-func restAccess(r *http.Request) access {
+func RESTAccess(r *http.Request) Access {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return accessView
+		return View
 	}
-	return accessUpgrade
+	return Upgrade
 }
 
-// caller is what the HTTP layer learned about a request's sender, kept in the
+// Caller is what the HTTP layer learned about a request's sender, kept in the
 // request's context for authorization and the audit log.
-type caller struct {
-	identity *Identity // nil for an anonymous caller
-	authErr  error     // credentials were presented and refused
-	protocol string    // "REST" or "gRPC"
+type Caller struct {
+	// Identity is nil for an anonymous caller.
+	Identity *Identity
+	// Protocol is "REST" or "gRPC".
+	Protocol string
+	authErr  error // credentials were presented and refused
 }
 
 type callerKey struct{}
 
-func callerFrom(ctx context.Context) caller {
-	c, _ := ctx.Value(callerKey{}).(caller)
+// CallerFrom is the caller Identify put in ctx (the zero Caller if none).
+func CallerFrom(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
 	return c
 }
 
-// identify authenticates r and returns it with the caller in its context.
-func (a Authenticator) identify(r *http.Request, protocol string) *http.Request {
-	c := caller{protocol: protocol}
+// Identify authenticates r and returns it with the caller in its context,
+// for Authorize, the interceptors and the audit log.
+func (a Authenticator) Identify(r *http.Request, protocol string) *http.Request {
+	c := Caller{Protocol: protocol}
 	if a.enabled() {
-		c.identity, c.authErr = a.authenticate(r)
+		c.Identity, c.authErr = a.authenticate(r)
 	}
 	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
 }
@@ -155,46 +169,46 @@ func bearerToken(r *http.Request) (string, bool) {
 	return strings.TrimSpace(token), true
 }
 
-// authorize returns nil if the caller in ctx may make a call that needs
+// Authorize returns nil if the caller in ctx may make a call that needs
 // need, else Unauthenticated (no or refused credentials) or PermissionDenied
 // (an identity without the group).
-func (a Authenticator) authorize(ctx context.Context, need access) error {
-	if need == accessOpen || !a.enabled() {
+func (a Authenticator) Authorize(ctx context.Context, need Access) error {
+	if need == Open || !a.enabled() {
 		return nil
 	}
-	c := callerFrom(ctx)
+	c := CallerFrom(ctx)
 	if c.authErr != nil {
 		return status.Errorf(codes.Unauthenticated, "authentication failed: %v", c.authErr)
 	}
-	return a.allows(c.identity, need)
+	return a.allows(c.Identity, need)
 }
 
 // allows returns nil if identity (nil for an anonymous caller) may make a
 // call that needs need under this configuration. It is also how a queued
 // action's caller is checked again when the action runs.
-func (a Authenticator) allows(identity *Identity, need access) error {
+func (a Authenticator) allows(identity *Identity, need Access) error {
 	switch {
-	case need == accessOpen || !a.enabled():
+	case need == Open || !a.enabled():
 		return nil
 	case identity == nil:
 		return status.Error(codes.Unauthenticated, "authentication required: present a bearer token or a client certificate")
 	case slices.Contains(identity.Groups, GroupUpgraders),
-		need == accessView && slices.Contains(identity.Groups, GroupViewers):
+		need == View && slices.Contains(identity.Groups, GroupViewers):
 		return nil
 	}
 	group := GroupUpgraders
-	if need == accessView {
+	if need == View {
 		group = GroupViewers + " or " + GroupUpgraders
 	}
-	return status.Errorf(codes.PermissionDenied, "user %s is not allowed this call: it needs group %s", echo(identity.User), group)
+	return status.Errorf(codes.PermissionDenied, "user %s is not allowed this call: it needs group %s", untrusted.Quote(identity.User), group)
 }
 
-// reauthorize returns nil if a caller recorded earlier (nil for an anonymous
+// Reauthorize returns nil if a caller recorded earlier (nil for an anonymous
 // one) may still make a call that needs need under this configuration: a
 // token user with the groups the token file gives it now, a certificate's
 // subject while certificates are still accepted. A queued action runs only
 // if its caller passes.
-func (a Authenticator) reauthorize(recorded *Identity, need access) error {
+func (a Authenticator) Reauthorize(recorded *Identity, need Access) error {
 	if !a.enabled() || recorded == nil {
 		return a.allows(recorded, need)
 	}
@@ -207,31 +221,31 @@ func (a Authenticator) reauthorize(recorded *Identity, need access) error {
 			id, ok = a.Tokens.user(recorded.User, recorded.UID)
 		}
 		if !ok {
-			return status.Errorf(codes.PermissionDenied, "user %s has no token in the agent's token file any more", echo(recorded.User))
+			return status.Errorf(codes.PermissionDenied, "user %s has no token in the agent's token file any more", untrusted.Quote(recorded.User))
 		}
 		current = id
 	case viaCertificate:
 		if !a.ClientCerts {
-			return status.Errorf(codes.PermissionDenied, "user %s authenticated with a client certificate, which the agent no longer accepts", echo(recorded.User))
+			return status.Errorf(codes.PermissionDenied, "user %s authenticated with a client certificate, which the agent no longer accepts", untrusted.Quote(recorded.User))
 		}
 	default:
-		return status.Errorf(codes.PermissionDenied, "user %s authenticated in a way this agent does not know", echo(recorded.User))
+		return status.Errorf(codes.PermissionDenied, "user %s authenticated in a way this agent does not know", untrusted.Quote(recorded.User))
 	}
 	return a.allows(current, need)
 }
 
-// unaryInterceptor and streamInterceptor authorize gRPC calls by method, with
-// the caller that Handler.ServeHTTP put in the request's context (grpc-go's
-// ServeHTTP keeps it), so refusals are proper gRPC statuses.
-func (a Authenticator) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := a.authorize(ctx, grpcAccess(info.FullMethod)); err != nil {
+// UnaryInterceptor and StreamInterceptor authorize gRPC calls by method, with
+// the caller that Identify put in the request's context (grpc-go's ServeHTTP
+// keeps it), so refusals are proper gRPC statuses.
+func (a Authenticator) UnaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := a.Authorize(ctx, GRPCAccess(info.FullMethod)); err != nil {
 		return nil, err
 	}
 	return handler(ctx, req)
 }
 
-func (a Authenticator) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if err := a.authorize(ss.Context(), grpcAccess(info.FullMethod)); err != nil {
+func (a Authenticator) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := a.Authorize(ss.Context(), GRPCAccess(info.FullMethod)); err != nil {
 		return err
 	}
 	return handler(srv, ss)
