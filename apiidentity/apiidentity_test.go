@@ -84,7 +84,7 @@ const agentSA = "system:serviceaccount:edgeota-system:ota-server"
 
 var fast = Options{Timeout: 2 * time.Second, Backoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}
 
-func settle(t *testing.T, s *apiServer, want Mode) (Settled, error, string) {
+func settle(t *testing.T, s *apiServer, want Mode) (Settled, string, error) {
 	t.Helper()
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
@@ -97,7 +97,7 @@ func settle(t *testing.T, s *apiServer, want Mode) (Settled, error, string) {
 			logs.add(e.Message)
 		}
 	}
-	return got, err, logs.String()
+	return got, logs.String(), err
 }
 
 type logBuffer struct{ lines []string }
@@ -138,7 +138,7 @@ func TestSettle(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newAPIServer(tc.server)
-			got, err, logs := settle(t, s, tc.want)
+			got, logs, err := settle(t, s, tc.want)
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -164,7 +164,7 @@ func TestSettle(t *testing.T) {
 
 func TestServiceAccountAsksNothing(t *testing.T) {
 	s := newAPIServer(apiServer{})
-	got, err, _ := settle(t, s, ServiceAccount)
+	got, _, err := settle(t, s, ServiceAccount)
 	if err != nil || got.Mode != ServiceAccount || s.count() != 0 {
 		t.Errorf("got %+v, %v after %d requests; want the service account and no request", got, err, s.count())
 	}

@@ -59,7 +59,10 @@ type link struct {
 	refuse                               atomic.Pointer[error]
 }
 
-// errLinkDown is what a dead link answers.
+// errLinkDown is what a dead link answers, word for word as net/http
+// words it.
+//
+//lint:ignore ST1005 the text is client-go's, capital letter included
 var errLinkDown = errors.New(`Get "https://10.0.0.1:6443/api/v1/namespaces/default/pods/p": dial tcp 10.0.0.1:6443: i/o timeout`)
 
 // errAnswerLost is what a request whose answer was lost returns.
