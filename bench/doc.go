@@ -25,7 +25,7 @@
 //     that starts either or changes the nodes' heartbeat (status every few
 //     seconds, or node Leases as kubelets).
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
-//   - rollout.go, cutoff.go, atrest.go, marking.go, nodeapi.go, upgrade.go,
+//   - rollout.go, cutoff.go, atrest.go, marking.go, nodeapi.go, identity.go, upgrade.go,
 //     persistence.go, watchers.go: one scenario each, with its targets and
 //     its table.
 //   - waves.go: the rollout scenarios' default node heartbeat interval, and

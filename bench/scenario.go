@@ -45,6 +45,7 @@ var scenarios = []scenario{
 	atRestScenario,
 	markingScenario,
 	nodeAPIScenario,
+	identityScenario,
 	upgradeScenario,
 	persistenceScenario,
 	watchersScenario,
