@@ -23,20 +23,13 @@ func (f *fixture) rolloutStatuses() []RolloutStatus {
 		if !ok || a.GetResource().Resource != "daemonsets" {
 			continue
 		}
-		var body struct {
-			Metadata struct {
-				Annotations map[string]string `json:"annotations"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(p.GetPatch(), &body); err != nil {
-			f.t.Fatalf("decoding patch %s: %v", p.GetPatch(), err)
-		}
-		if len(body.Metadata.Annotations) != 1 {
-			f.t.Errorf("got a DaemonSet patch of annotations %v, want %s alone", body.Metadata.Annotations, RolloutStatusAnnotation)
+		annotations := f.patchAnnotations(p)
+		if len(annotations) != 1 {
+			f.t.Errorf("got a DaemonSet patch of annotations %v, want %s alone", annotations, RolloutStatusAnnotation)
 		}
 		var s RolloutStatus
-		if err := json.Unmarshal([]byte(body.Metadata.Annotations[RolloutStatusAnnotation]), &s); err != nil {
-			f.t.Fatalf("decoding the rollout status %q: %v", body.Metadata.Annotations[RolloutStatusAnnotation], err)
+		if err := json.Unmarshal([]byte(annotations[RolloutStatusAnnotation]), &s); err != nil {
+			f.t.Fatalf("decoding the rollout status %q: %v", annotations[RolloutStatusAnnotation], err)
 		}
 		out = append(out, s)
 	}

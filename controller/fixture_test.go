@@ -523,3 +523,17 @@ func recordOf(entries map[string]recordEntry) *corev1.ConfigMap {
 
 // testutilGauge reads a gauge's value.
 func testutilGauge(g prometheus.Gauge) float64 { return testutil.ToFloat64(g) }
+
+// patchAnnotations decodes the annotations a patch sets.
+func (f *fixture) patchAnnotations(p core.PatchAction) map[string]string {
+	f.t.Helper()
+	var body struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(p.GetPatch(), &body); err != nil {
+		f.t.Fatalf("decoding patch %s: %v", p.GetPatch(), err)
+	}
+	return body.Metadata.Annotations
+}

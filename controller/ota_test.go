@@ -144,15 +144,7 @@ func (f *fixture) offerPatches() map[string][]*podchannel.Offer {
 		if !ok || a.GetSubresource() != "status" {
 			continue
 		}
-		var body struct {
-			Metadata struct {
-				Annotations map[string]string `json:"annotations"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(p.GetPatch(), &body); err != nil {
-			f.t.Fatalf("decoding patch %s: %v", p.GetPatch(), err)
-		}
-		value, ok := body.Metadata.Annotations[podchannel.OfferAnnotation]
+		value, ok := f.patchAnnotations(p)[podchannel.OfferAnnotation]
 		if !ok {
 			continue
 		}

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -98,16 +97,8 @@ func (e *env) writeKubeconfig(name, server, token string) string {
 // server through it: one agent's link, to cut as a dead zone cuts it.
 func (e *env) proxiedKubeconfig() (*harness.Proxy, string) {
 	e.t.Helper()
-	apiserver, err := url.Parse(e.cluster.Config.Host)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	proxy, err := harness.StartProxy(apiserver.Host)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = proxy.Close() })
-	return proxy, e.writeKubeconfig("agent-via-proxy", "https://"+proxy.Addr(), "")
+	proxy, server := e.proxyTo()
+	return proxy, e.writeKubeconfig("agent-via-proxy", server, "")
 }
 
 // agentBehindProxy runs the node's agent with its link to the API server
