@@ -63,6 +63,17 @@ func printGuide(w io.Writer, s *session, examples []example) {
 	p("  bin/otactl --server %s upgrade %s/%s --wait", s.agentAddr, e.namespace, e.name)
 	p("  curl -sN %s/edgeota.io/v1/watch/upgrades", agent)
 	p("")
+	rolling := examples[0]
+	for _, x := range examples {
+		if x.strategy != string(controller.StrategyOTA) {
+			rolling = x
+			break
+		}
+	}
+	p("# Follow a rollout with the kubectl plugin (bin/kubectl-edgeota, found on PATH); give it a nightly window")
+	p("  PATH=$PWD/bin:$PATH %s -n %s edgeota rollout status daemonset/%s --watch", kubectl, rolling.namespace, rolling.name)
+	p("  %s -n %s annotate daemonset/%s %s='daily 01:00-05:00'", kubectl, rolling.namespace, rolling.name, controller.MaintenanceWindowAnnotation)
+	p("")
 	p("# Cut a node off (it stops reporting; Ready turns Unknown), then bring it back")
 	p("  %s label node %s %s=true", kubectl, localcluster.NodeName(2), localcluster.CutOffLabel)
 	p("  %s label node %s %s-", kubectl, localcluster.NodeName(2), localcluster.CutOffLabel)
