@@ -108,7 +108,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.output, "o", "", `output format: "" (a table, or lines) or "json"`)
 	fs.BoolVar(&o.wait, "wait", false, "pull, upgrade: follow the app until the pull or upgrade is done or failed")
 	fs.BoolVar(&o.queueIfOffline, "queue-if-offline", false, "upgrade, hold, release: if the agent cannot reach the API server, queue the request until it can")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "pull, upgrade: give up waiting after this long (exit 3)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "pull, upgrade, hold, release: give up after this long (exit 3)")
 	fs.BoolVar(&o.all, "all", false, "hold, release: every app on the node (the default without an app)")
 	fs.StringVar(&o.holdFor, "for", "", "hold: how long, "+holdtime.Syntax+"; at most "+holdtime.MaxText)
 	fs.StringVar(&o.holdUntil, "until", "", "hold: until when, RFC 3339 (2026-11-25T18:00:00Z, or with an offset)")
