@@ -139,6 +139,9 @@ lint: $(BIN)/buf
 # Breaking changes are judged against the previous commit when it has protos,
 # and against the contract as it stood when this round of work began
 # (CONTRACT_BASE), so that a series of commits cannot break it step by step.
+# buf clones the repository shallowly; it is told to go as deep as the
+# repository's history, so that CONTRACT_BASE stays within reach however many
+# commits follow it.
 CONTRACT_BASE ?= c1d7825
 breaking: $(BIN)/buf
 	@if git rev-parse -q --verify HEAD~1 >/dev/null && [ -n "$$(git ls-tree -d HEAD~1 proto)" ]; then \
@@ -147,7 +150,7 @@ breaking: $(BIN)/buf
 	else echo "buf breaking: no previous commit with protos, nothing to compare"; fi
 	@if git rev-parse -q --verify '$(CONTRACT_BASE)^{commit}' >/dev/null; then \
 		echo "buf breaking --against .git#ref=$(CONTRACT_BASE)"; \
-		$(BIN)/buf breaking --against '.git#ref=$(CONTRACT_BASE)'; \
+		$(BIN)/buf breaking --against ".git#ref=$(CONTRACT_BASE),depth=$$(git rev-list --count --all)"; \
 	else echo "buf breaking: the contract base $(CONTRACT_BASE) is not in this clone"; exit 1; fi
 
 # Regenerate and fail if gen/ differs from what is committed.

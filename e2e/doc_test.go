@@ -49,6 +49,12 @@
 //   - controls_test.go: partition and node selector, for deletions and
 //     offers; the admission policy confining the controller to its rollout
 //     status; a pre-pull request without a reason, as yurthub writes it.
+//   - hold_test.go: the owner's hold: through REST and gRPC, the held
+//     nodes passed by while the rest rolls and upgraded once released; a
+//     hold past edgeota.io/max-hold-seconds (asked with otactl) upgraded at
+//     its limit; a hold queued in a dead zone by an agent acting as its node
+//     reaches the pod once the link is back, one that ended meanwhile
+//     dropped.
 //   - plugin_test.go: `kubectl edgeota` through bin/kubectl: pause and
 //     resume, rollout status of a rollout that completes and of one that
 //     halts, with their exit codes.

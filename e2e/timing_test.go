@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/edgeota/edgeota/controller"
+	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
@@ -115,13 +116,16 @@ func (e *env) annotateNode(node, key, value string) {
 // TestOTADeadlineCarriedOut: an OTA offer left untaken past
 // edgeota.io/upgrade-deadline-seconds is carried out by the controller,
 // within max-unavailable, each node proving alive before the next goes; the
-// offer shows the deadline before it falls.
+// offer shows the deadline before it falls, and so does the owner's view
+// (ListUpgrades) of a node's agent.
 func TestOTADeadlineCarriedOut(t *testing.T) {
 	const nodes, budget = 4, 1
 	e := newEnv(t, nodes)
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA", maxUnavailableAnnotation: fmt.Sprint(budget),
 		controller.UpgradeDeadlineAnnotation: "20"})
 	e.startController(e.cluster.Kubeconfig, "-v=2")
+	node1 := allNodes(nodes)[0]
+	a := e.startAgent(node1, e.cluster.Kubeconfig)
 	e.setImage(newImage)
 	marked := e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionTrue, allNodes(nodes)...)
 	for node, pod := range marked {
@@ -129,6 +133,18 @@ func TestOTADeadlineCarriedOut(t *testing.T) {
 		if err != nil || o == nil || o.UpgradeDeadline == nil || o.OfferedAt == nil || !o.UpgradeDeadline.Time.Equal(o.OfferedAt.Add(20*time.Second)) {
 			t.Errorf("node %s: got offer %+v (%v), want the deadline 20 s after the first offer", node, o, err)
 		}
+	}
+	offer, _ := podchannel.OfferOf(marked[node1])
+	eventually(t, "ListUpgrades on "+node1+" to show the upgrade deadline", func(ctx context.Context) (bool, string, error) {
+		list, err := e.grpcClient(a).ListUpgrades(ctx, &edgeotav1.ListUpgradesRequest{})
+		if err != nil {
+			return false, "", err
+		}
+		app := findApp(list.GetApps())
+		return app.GetUpgradeDeadline() != nil && app.GetUpgradeDeadline().AsTime().Equal(offer.UpgradeDeadline.Time), app.String(), nil
+	})
+	if pods, err := e.podsByNode(e.ctx()); err != nil || pods[node1].UID != marked[node1].UID {
+		t.Errorf("%s's pod was upgraded before ListUpgrades showed its deadline (%v)", node1, err)
 	}
 	s := e.waitRolloutStatus("offers outstanding, with the deadline", func(s *controller.RolloutStatus) bool {
 		return s.Offered != nil && s.Offered.At != nil

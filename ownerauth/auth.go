@@ -28,8 +28,8 @@ const (
 	// (ListPods, ListUpgrades, WatchUpgrades, ListActions, and gRPC
 	// reflection).
 	GroupViewers = "edgeota:viewers"
-	// GroupUpgraders may also act on them (ImagePull, Upgrade, queued or
-	// not, and CancelAction).
+	// GroupUpgraders may also act on them (ImagePull, Upgrade, Hold and
+	// ReleaseHold, queued or not, and CancelAction).
 	GroupUpgraders = "edgeota:upgraders"
 )
 
@@ -88,7 +88,8 @@ func GRPCAccess(fullMethod string) Access {
 		edgeotav1.OTAService_ListUpgrades_FullMethodName, edgeotav1.OTAService_WatchUpgrades_FullMethodName:
 		return View
 	case edgeotav1.OTAService_ImagePull_FullMethodName, edgeotav1.OTAService_Upgrade_FullMethodName,
-		edgeotav1.OTAService_CancelAction_FullMethodName:
+		edgeotav1.OTAService_CancelAction_FullMethodName, edgeotav1.OTAService_Hold_FullMethodName,
+		edgeotav1.OTAService_ReleaseHold_FullMethodName:
 		return Upgrade
 	}
 	switch {

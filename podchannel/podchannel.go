@@ -26,6 +26,8 @@ import (
 	"maps"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,8 +41,9 @@ const (
 	HoldAnnotation = "edgeota.io/hold"
 )
 
-// MaxReasonLength bounds a hold's reason: it is shown to people and logged,
-// and an annotation is no place for essays.
+// MaxReasonLength bounds a hold's reason, in bytes: it is shown to people and
+// logged, and an annotation is no place for essays. A reason is also valid
+// UTF-8 without control characters (C0, DEL, C1): one printable line.
 const MaxReasonLength = 256
 
 // Offer is what the controller tells a pod's node agent about the pod's
@@ -110,13 +113,14 @@ func (h *Hold) Validate() error {
 	if len(h.Reason) > MaxReasonLength {
 		return fmt.Errorf("reason of %d bytes, more than %d", len(h.Reason), MaxReasonLength)
 	}
-	if strings.ContainsFunc(h.Reason, isControl) {
+	if !utf8.ValidString(h.Reason) {
+		return errors.New("reason is not valid UTF-8")
+	}
+	if strings.ContainsFunc(h.Reason, unicode.IsControl) {
 		return errors.New("reason holds control characters")
 	}
 	return nil
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // Active reports whether the hold still stands at now.
 func (h *Hold) Active(now time.Time) bool { return h != nil && now.Before(h.Until.Time) }

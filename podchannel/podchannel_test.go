@@ -49,6 +49,14 @@ func TestHoldValidation(t *testing.T) {
 			t.Errorf("%s: got %+v, want an error", value, h)
 		}
 	}
+	for _, reason := range []string{"a\x00b", "a\x7fb", "a\u0085b", "a\u009b31mb", "\xff\xfe"} {
+		if err := (&Hold{Until: until, Reason: reason}).Validate(); err == nil {
+			t.Errorf("reason %q: got valid, want an error", reason)
+		}
+	}
+	if err := (&Hold{Until: until, Reason: "Lieferung \u00fcber Nacht, \u5b89\u5168"}).Validate(); err != nil {
+		t.Errorf("a printable non-ASCII reason: got %v, want valid", err)
+	}
 	var none *Hold
 	if none.Active(time.Now()) {
 		t.Errorf("a nil hold: got active, want not")

@@ -152,12 +152,14 @@ func (r phaseRule) evaluate(in *appInput, mem *appMemory, now time.Time) appStat
 	}
 	app := &edgeotav1.App{Namespace: in.key.namespace, DaemonSet: in.key.daemonSet}
 	var need *corev1.PodCondition
+	var holdEnds time.Duration
 	if pod != nil {
 		app.Pod = pod.Name
 		app.CurrentRevision = pod.Labels[revisionLabel]
 		app.CurrentImages = podchannel.ImagesOf(&pod.Spec)
 		need = podcondition.Get(&pod.Status, podcondition.NeedUpgrade)
 		mem.ota = mem.ota || need != nil
+		holdEnds = showChannel(app, pod, need, now)
 	}
 	r.follow(in, mem, need, now)
 
@@ -184,6 +186,10 @@ func (r phaseRule) evaluate(in *appInput, mem *appMemory, now time.Time) appStat
 	mem.phase, mem.reason, mem.message = ph.phase, ph.reason, ph.message
 	app.Phase, app.Reason, app.Message = ph.phase, ph.reason, ph.message
 	app.LastTransitionTime = timestamppb.New(mem.since)
+	if holdEnds > 0 && (state.recheck == 0 || holdEnds < state.recheck) {
+		// The hold stops showing when it ends.
+		state.recheck = holdEnds
+	}
 	state.app = app
 	return state
 }
@@ -292,9 +298,9 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 	case upgrading:
 		// The old pod is gone or going; the new one is not available yet.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING, verdict.Reason, verdict.Message, time.Time{}}, verdict.Recheck
-	case len(app.QueuedActions) > 0:
-		// The owner's action waits for the API server.
-		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_QUEUED, reasonQueued, queuedMessage(app.QueuedActions), time.Time{}}, 0
+	case len(queuedUpgrades(app.QueuedActions)) > 0:
+		// The owner's upgrade or pre-pull waits for the API server.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_QUEUED, reasonQueued, queuedMessage(queuedUpgrades(app.QueuedActions)), time.Time{}}, 0
 	case pull != nil && pull.Status != corev1.ConditionTrue && pull.Reason == podcondition.ReasonPullImageFail:
 		// The pre-pull failed; the message carries the cause.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_PULL_FAILED, pull.Reason, pull.Message, pull.LastTransitionTime.Time}, 0
@@ -339,6 +345,15 @@ func replacementPending(in *appInput, up *replacement, v health.Verdict) health.
 
 // reasonQueued is a QUEUED app's reason.
 const reasonQueued = "QueuedUntilReachable"
+
+// queuedUpgrades are the queued actions that make an app QUEUED: a queued
+// pre-pull or upgrade. A queued hold or release changes no phase: it is
+// about when the cluster upgrades, not the owner.
+func queuedUpgrades(actions []*edgeotav1.QueuedAction) []*edgeotav1.QueuedAction {
+	return slices.DeleteFunc(slices.Clone(actions), func(a *edgeotav1.QueuedAction) bool {
+		return a.GetAction() != ActionImagePull && a.GetAction() != ActionUpgrade
+	})
+}
 
 // queuedMessage says what waits, e.g. "imagepull, upgrade queued until the
 // API server is reachable".

@@ -10,8 +10,8 @@ import (
 	"github.com/edgeota/edgeota/ownerauth"
 )
 
-// audited is the service as both protocols see it: every ImagePull and
-// Upgrade, REST or gRPC, leaves one audit line saying who asked, for which
+// audited is the service as both protocols see it: every ImagePull, Upgrade,
+// Hold and ReleaseHold, REST or gRPC, leaves one audit line saying who asked, for which
 // pod, and how it ended. Wrapping the service (rather than intercepting each
 // protocol) makes one place see both, since the gateway calls it in-process.
 type audited struct {
@@ -32,6 +32,30 @@ func (a audited) ImagePull(ctx context.Context, req *edgeotav1.ImagePullRequest)
 	return resp, err
 }
 
+// Hold calls the service's Hold and audits it, with the hold's end, reason
+// and pods when it was made.
+func (a audited) Hold(ctx context.Context, req *edgeotav1.HoldRequest) (*edgeotav1.HoldResponse, error) {
+	resp, err := a.OTAServiceServer.Hold(ctx, req)
+	var made []any
+	if err == nil {
+		made = []any{"until", resp.GetUntil().AsTime(), "reason", req.GetReason(), "pods", resp.GetPods()}
+	}
+	audit(ctx, "Hold", req.GetNamespace(), req.GetName(), resp.GetQueued(), err, made...)
+	return resp, err
+}
+
+// ReleaseHold calls the service's ReleaseHold and audits it, with the pods
+// released when it was made.
+func (a audited) ReleaseHold(ctx context.Context, req *edgeotav1.ReleaseHoldRequest) (*edgeotav1.ReleaseHoldResponse, error) {
+	resp, err := a.OTAServiceServer.ReleaseHold(ctx, req)
+	var made []any
+	if err == nil {
+		made = []any{"pods", resp.GetPods()}
+	}
+	audit(ctx, "ReleaseHold", req.GetNamespace(), req.GetName(), resp.GetQueued(), err, made...)
+	return resp, err
+}
+
 // maxAudited bounds the namespace and name an audit line repeats: the longest
 // valid name, so a hostile 64 KiB one does not flood the log.
 const maxAudited = 253
@@ -47,14 +71,18 @@ func callerName(identity *ownerauth.Identity) string {
 	return identity.User
 }
 
-func audit(ctx context.Context, rpc, namespace, name string, queued bool, err error) {
+// audit logs one call: who, which RPC, which pod (none for every app of the
+// node), how it ended, whether it was queued, and what made adds (validated
+// values only: a refused request's input is not repeated).
+func audit(ctx context.Context, rpc, namespace, name string, queued bool, err error, made ...any) {
 	c := ownerauth.CallerFrom(ctx)
 	var groups []string
 	if c.Identity != nil {
 		groups = c.Identity.Groups
 	}
-	klog.FromContext(ctx).Info("Audit", "user", callerName(c.Identity), "groups", groups, "rpc", rpc,
-		"pod", klog.KRef(clip(namespace), clip(name)), "outcome", status.Code(err).String(), "queued", queued, "protocol", c.Protocol)
+	kv := []any{"user", callerName(c.Identity), "groups", groups, "rpc", rpc,
+		"pod", klog.KRef(clip(namespace), clip(name)), "outcome", status.Code(err).String(), "queued", queued, "protocol", c.Protocol}
+	klog.FromContext(ctx).Info("Audit", append(kv, made...)...)
 }
 
 // auditQueued logs how a queued action ended (done, refused, expired or
@@ -64,17 +92,18 @@ func auditQueued(ctx context.Context, a queuedAction, result, message string) {
 	if a.Caller != nil {
 		groups = a.Caller.Groups
 	}
-	klog.FromContext(ctx).Info("Audit", "user", a.callerName(), "groups", groups, "rpc", queuedRPC(a.Action),
+	kv := []any{"user", a.callerName(), "groups", groups, "rpc", queuedRPC[a.Action],
 		"pod", klog.KRef(a.Namespace, a.Name), "outcome", result, "queued", true, "revision", a.TargetRevision,
-		"queuedAt", a.QueuedAt, "message", message, "protocol", "queue")
+		"queuedAt", a.QueuedAt, "message", message, "protocol", "queue"}
+	if a.Hold != nil {
+		kv = append(kv, "until", a.Hold.Until, "reason", a.Hold.Reason)
+	}
+	klog.FromContext(ctx).Info("Audit", kv...)
 }
 
-// queuedRPC names a queued action by the RPC that queued it.
-func queuedRPC(action string) string {
-	if action == ActionUpgrade {
-		return "Upgrade"
-	}
-	return "ImagePull"
+// queuedRPC names each queued action by the RPC that queued it.
+var queuedRPC = map[string]string{
+	ActionUpgrade: "Upgrade", ActionImagePull: "ImagePull", ActionHold: "Hold", ActionReleaseHold: "ReleaseHold",
 }
 
 func clip(s string) string { return s[:min(len(s), maxAudited)] }

@@ -69,6 +69,8 @@ var operations = []operation{
 	{name: "REST ImagePull", need: ownerauth.Upgrade, rest: "POST /openyurt.io/v1/namespaces/default/pods/ghost/imagepull", allowedHTTP: 404},
 	{name: "REST ListActions", need: ownerauth.View, rest: "GET /edgeota.io/v1/actions", allowedHTTP: 200},
 	{name: "REST CancelAction", need: ownerauth.Upgrade, rest: "DELETE /edgeota.io/v1/namespaces/default/pods/ghost/actions/upgrade", allowedHTTP: 404},
+	{name: "REST Hold", need: ownerauth.Upgrade, rest: "POST /edgeota.io/v1/namespaces/default/pods/ghost/hold?duration=1h", allowedHTTP: 404},
+	{name: "REST ReleaseHold", need: ownerauth.Upgrade, rest: "DELETE /edgeota.io/v1/namespaces/default/pods/ghost/hold", allowedHTTP: 404},
 	{name: "REST ListUpgrades", need: ownerauth.View, rest: "GET /edgeota.io/v1/upgrades", allowedHTTP: 200},
 	{name: "REST WatchUpgrades", need: ownerauth.View, rest: "GET /edgeota.io/v1/watch/upgrades", stream: true, allowedHTTP: 200},
 	{name: "REST metrics", need: ownerauth.View, rest: "GET /metrics", allowedHTTP: 200},
@@ -85,6 +87,14 @@ var operations = []operation{
 	}},
 	{name: "gRPC ImagePull", need: ownerauth.Upgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
 		_, err := edgeotav1.NewOTAServiceClient(c).ImagePull(ctx, &edgeotav1.ImagePullRequest{Namespace: "default", Name: "ghost"})
+		return err
+	}},
+	{name: "gRPC Hold", need: ownerauth.Upgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+		_, err := edgeotav1.NewOTAServiceClient(c).Hold(ctx, &edgeotav1.HoldRequest{Namespace: "default", Name: "ghost", Duration: "1h"})
+		return err
+	}},
+	{name: "gRPC ReleaseHold", need: ownerauth.Upgrade, allowedCode: codes.NotFound, grpc: func(ctx context.Context, c *grpc.ClientConn) error {
+		_, err := edgeotav1.NewOTAServiceClient(c).ReleaseHold(ctx, &edgeotav1.ReleaseHoldRequest{Namespace: "default", Name: "ghost"})
 		return err
 	}},
 	{name: "gRPC ListUpgrades", need: ownerauth.View, allowedCode: codes.OK, grpc: func(ctx context.Context, c *grpc.ClientConn) error {

@@ -26,10 +26,18 @@
 //     delete that deletes nothing tells a missing pod from another node's),
 //     the checks they share, and what a delete or status patch whose answer
 //     was lost did (read again by UID, or as the pod cache saw it).
+//   - hold.go: Hold and ReleaseHold, the owner's "not now": the hold's end
+//     computed with the API server's clock (package internal/holdtime: the
+//     duration's syntax and the 30-day bound), written on the app's pod, or
+//     on every DaemonSet pod of the node (a live list of them), as the
+//     annotation edgeota.io/hold in a pods/status patch (package
+//     podchannel), with upgrade.go's checks and lost-answer handling.
 //   - queue.go: the queue of actions asked for with queue_if_offline while
-//     the API server is unreachable, kept in the state directory, and their
-//     outcomes; actions.go: queuing them, ListActions, CancelAction, and
-//     RunQueue, which carries them out once the API server answers.
+//     the API server is unreachable (upgrades, pre-pulls, holds and
+//     releases), kept in the state directory, and their outcomes;
+//     actions.go: queuing them, ListActions, CancelAction, and RunQueue,
+//     which carries them out once the API server answers (a hold that has
+//     ended by then expires instead).
 //   - The owner's view, one entry per app (a DaemonSet with a pod here):
 //     apps.go: grouping pods into apps by owner, following an app across the
 //     replacement of its pod, and its phase (health.Judge decides FAILED,
@@ -37,15 +45,17 @@
 //     upgrades.go: the view kept current from the pod cache, ListUpgrades;
 //     watch.go: WatchUpgrades' bounded fan-out (snapshot, upserts, deletes,
 //     heartbeats, slow readers cut off) over gRPC and its own REST route;
-//     target.go: the offered revision's images and progress deadline, read
-//     from the controller's offer on the pod (package podchannel), so the
-//     agent reads nothing but its node's pods.
+//     target.go: the offered revision's images and progress deadline, the
+//     hold limit and OTA upgrade deadline, read from the controller's offer
+//     on the pod, and the owner's hold standing on it (package podchannel),
+//     so the agent reads nothing but its node's pods. The view tells time by
+//     the API server's clock (apiclock.go), as holds are written by it.
 //   - validate.go: namespace and name validation of path parameters.
 //   - errors.go: gRPC codes, HTTP statuses and API-server error mapping.
 //   - rest.go: content negotiation, plain-text bodies and the error handler
 //     that keep OpenYurt's and ACK Edge's curl scripts working.
-//   - audit.go: one audit line per ImagePull and Upgrade, REST or gRPC, and
-//     one per end of a queued action.
+//   - audit.go: one audit line per ImagePull, Upgrade, Hold and
+//     ReleaseHold, REST or gRPC, and one per end of a queued action.
 //   - recover.go: a panic answers 500 / Internal instead of killing the agent.
 //   - handler.go, serve.go: one port for gRPC, REST, health (readiness:
 //     which view is served and how old, and the identity in force) and
@@ -75,8 +85,9 @@
 // health (readiness and the failure rule).
 //
 // Fuzz targets: FuzzValidatePodRef, FuzzREST (any request through the whole
-// handler) and FuzzGRPCActions (any namespace and name into Upgrade and
-// ImagePull over gRPC). Their seeds run with every go test; a longer search is
+// handler) and FuzzGRPCActions (any namespace and name into Upgrade,
+// ImagePull, Hold and ReleaseHold, any duration and reason into Hold, over
+// gRPC). Their seeds run with every go test; a longer search is
 //
 //	go test -run '^$' -fuzz '^FuzzREST$' -fuzztime 5m ./server
 //

@@ -261,16 +261,18 @@ func asAPIServer(client *fake.Clientset) {
 	})
 }
 
-// liveRead reports whether a is the agent's live read of one pod: a list of
-// pods whose field selector names the pod, not the pod cache's list of the
-// node's pods.
+// liveRead reports whether a is one of the agent's live reads, not the pod
+// cache's list of the node's pods: a list whose field selector names the
+// pod, or a list of the whole node read from etcd (no resourceVersion: a
+// hold of every app), where the cache's reflector always names one ("0" or
+// the last it saw) to be served from the watch cache.
 func liveRead(a k8stesting.Action) bool {
-	list, ok := a.(k8stesting.ListAction)
+	list, ok := a.(k8stesting.ListActionImpl)
 	if !ok {
 		return false
 	}
 	_, named := list.GetListRestrictions().Fields.RequiresExactMatch("metadata.name")
-	return named
+	return named || list.ListOptions.ResourceVersion == ""
 }
 
 // typedClient is the agent's Client over client-go's typed clientset, real or

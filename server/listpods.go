@@ -98,3 +98,19 @@ func (s *Server) knownPod(namespace, name string) (*corev1.Pod, error) {
 	}
 	return pod, nil
 }
+
+// knownPods is every pod of this node in the agent's last known view: the
+// pod cache once synced, the stored view before. Unavailable when there is
+// neither.
+func (s *Server) knownPods() ([]*corev1.Pod, error) {
+	lister, _, ok := s.podSource()
+	if !ok {
+		return nil, status.Errorf(codes.Unavailable,
+			"the API server is unreachable and the agent has no view of node %q's pods to check the request against", s.nodeName)
+	}
+	pods, err := lister.List(labels.Everything())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "listing the last known pods: %v", err)
+	}
+	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return p.Spec.NodeName != s.nodeName }), nil
+}

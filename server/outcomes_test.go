@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,22 +21,47 @@ import (
 	"github.com/edgeota/edgeota/podcondition"
 )
 
-// call is one of the two acting RPCs, reachable over REST and gRPC.
+// call is one of the acting RPCs on one pod, reachable over REST and gRPC.
 type call struct {
-	name string // "upgrade" or "imagepull": the REST verb
-	rpc  func(context.Context, edgeotav1.OTAServiceClient, string, string) error
+	name string // the REST verb: "upgrade", "imagepull", "hold" or "release"
+	// method and path are its REST request for the pod's namespace and name.
+	method string
+	path   func(ns, name string) string
+	rpc    func(context.Context, edgeotav1.OTAServiceClient, string, string) error
 }
 
 var (
-	upgradeCall = call{"upgrade", func(ctx context.Context, c edgeotav1.OTAServiceClient, ns, name string) error {
+	upgradeCall = call{"upgrade", http.MethodPost, openYurtPath("upgrade"), func(ctx context.Context, c edgeotav1.OTAServiceClient, ns, name string) error {
 		_, err := c.Upgrade(ctx, &edgeotav1.UpgradeRequest{Namespace: ns, Name: name})
 		return err
 	}}
-	imagePullCall = call{"imagepull", func(ctx context.Context, c edgeotav1.OTAServiceClient, ns, name string) error {
+	imagePullCall = call{"imagepull", http.MethodPost, openYurtPath("imagepull"), func(ctx context.Context, c edgeotav1.OTAServiceClient, ns, name string) error {
 		_, err := c.ImagePull(ctx, &edgeotav1.ImagePullRequest{Namespace: ns, Name: name})
 		return err
 	}}
+	holdCall = call{"hold", http.MethodPost, holdPathOf("?duration=1h&reason=driving"), func(ctx context.Context, c edgeotav1.OTAServiceClient, ns, name string) error {
+		_, err := c.Hold(ctx, &edgeotav1.HoldRequest{Namespace: ns, Name: name, Duration: "1h", Reason: "driving"})
+		return err
+	}}
+	releaseCall = call{"release", http.MethodDelete, holdPathOf(""), func(ctx context.Context, c edgeotav1.OTAServiceClient, ns, name string) error {
+		_, err := c.ReleaseHold(ctx, &edgeotav1.ReleaseHoldRequest{Namespace: ns, Name: name})
+		return err
+	}}
+	// everyCall is each acting RPC on one pod.
+	everyCall = []call{upgradeCall, imagePullCall, holdCall, releaseCall}
 )
+
+func openYurtPath(verb string) func(ns, name string) string {
+	return func(ns, name string) string {
+		return fmt.Sprintf("/openyurt.io/v1/namespaces/%s/pods/%s/%s", ns, name, verb)
+	}
+}
+
+func holdPathOf(query string) func(ns, name string) string {
+	return func(ns, name string) string {
+		return fmt.Sprintf("/edgeota.io/v1/namespaces/%s/pods/%s/hold%s", ns, name, query)
+	}
+}
 
 // failing makes the fake API server answer every verb on pods (and pods/status)
 // with err.
@@ -68,11 +94,11 @@ func TestOutcomes(t *testing.T) {
 		wantInMsg string
 	}{
 		{
-			name: "namespace not a DNS-1123 label", calls: []call{upgradeCall, imagePullCall},
+			name: "namespace not a DNS-1123 label", calls: everyCall,
 			ns: "Bad_NS", pod: "p", wantCode: codes.InvalidArgument, wantHTTP: 400, wantInMsg: "invalid pod namespace",
 		},
 		{
-			name: "name not a DNS-1123 subdomain", calls: []call{upgradeCall, imagePullCall},
+			name: "name not a DNS-1123 subdomain", calls: everyCall,
 			ns: "default", pod: "UPPER", wantCode: codes.InvalidArgument, wantHTTP: 400, wantInMsg: "invalid pod name",
 		},
 		{
@@ -84,7 +110,7 @@ func TestOutcomes(t *testing.T) {
 			ns: strings.Repeat("a", 64), pod: "p", wantCode: codes.InvalidArgument, wantHTTP: 400, wantInMsg: "no more than 63",
 		},
 		{
-			name: "dot-dot namespace", calls: []call{upgradeCall, imagePullCall},
+			name: "dot-dot namespace", calls: everyCall,
 			ns: "..", pod: "p", wantCode: codes.InvalidArgument, wantHTTP: 400, wantInMsg: `must not be the path segment ".."`,
 		},
 		{
@@ -92,25 +118,25 @@ func TestOutcomes(t *testing.T) {
 			ns: "default", pod: ".", wantCode: codes.InvalidArgument, wantHTTP: 400, wantInMsg: `must not be the path segment "."`,
 		},
 		{
-			name: "encoded slash in name", calls: []call{upgradeCall, imagePullCall},
+			name: "encoded slash in name", calls: everyCall,
 			ns: "default", pod: "a%2Fb", wantCode: codes.InvalidArgument, wantHTTP: 400, wantInMsg: "must not contain '/', encoded or not",
 		},
 		{
-			name: "pod not found", calls: []call{upgradeCall, imagePullCall},
+			name: "pod not found", calls: everyCall,
 			ns: "default", pod: "ghost", wantCode: codes.NotFound, wantHTTP: 404, wantInMsg: "default/ghost: not found",
 		},
 		{
-			name: "pod on another node", calls: []call{upgradeCall, imagePullCall},
+			name: "pod on another node", calls: everyCall,
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", onNode("edge-2"))},
 			wantCode: codes.PermissionDenied, wantHTTP: 403, wantInMsg: `runs on another node, not on this node "edge-1"`,
 		},
 		{
-			name: "pod being deleted", calls: []call{upgradeCall, imagePullCall},
+			name: "pod being deleted", calls: everyCall,
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", deleting())},
 			wantCode: codes.FailedPrecondition, wantHTTP: 403, wantInMsg: "is being deleted",
 		},
 		{
-			name: "pod not controlled by a DaemonSet", calls: []call{upgradeCall, imagePullCall},
+			name: "pod not controlled by a DaemonSet", calls: everyCall,
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", ownedBy("ReplicaSet"))},
 			wantCode: codes.InvalidArgument, wantHTTP: 400, wantInMsg: "not controlled by a DaemonSet",
 		},
@@ -124,6 +150,11 @@ func TestOutcomes(t *testing.T) {
 			ns: "default", pod: "p",
 			pods:     []*corev1.Pod{dsPod("p", withCondition(corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionFalse, Message: testTarget}))},
 			wantCode: codes.FailedPrecondition, wantHTTP: 403, wantInMsg: "PodNeedUpgrade is False",
+		},
+		{
+			name: "a hold needs no newer version offered", calls: []call{holdCall, releaseCall},
+			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", withoutCondition(podcondition.NeedUpgrade))},
+			wantCode: codes.OK, wantHTTP: 200,
 		},
 		{
 			name: "pull requested for the target revision blocks upgrade", calls: []call{upgradeCall},
@@ -162,8 +193,8 @@ func TestOutcomes(t *testing.T) {
 			wantCode: codes.Aborted, wantHTTP: 409, wantInMsg: "deleted by someone else",
 		},
 		{
-			name: "pod replaced before the status patch", calls: []call{imagePullCall},
-			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p")},
+			name: "pod replaced before the status patch", calls: []call{imagePullCall, holdCall, releaseCall},
+			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", withHold(time.Now().Add(time.Hour), "driving"))},
 			setup:    failing("patch", apierrors.NewConflict(podsResource, "p", errors.New("Precondition failed: UID in precondition"))),
 			wantCode: codes.Aborted, wantHTTP: 409, wantInMsg: "changed meanwhile",
 		},
@@ -174,19 +205,19 @@ func TestOutcomes(t *testing.T) {
 			wantCode: codes.PermissionDenied, wantHTTP: 403, wantInMsg: "edgeota-node-scope",
 		},
 		{
-			name: "API server refuses the status patch", calls: []call{imagePullCall},
-			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p")},
+			name: "API server refuses the status patch", calls: []call{imagePullCall, holdCall, releaseCall},
+			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", withHold(time.Now().Add(time.Hour), "driving"))},
 			setup:    failing("patch", apierrors.NewForbidden(podsResource, "p", errors.New("cannot patch resource pods/status"))),
 			wantCode: codes.PermissionDenied, wantHTTP: 403, wantInMsg: "cannot patch resource pods/status",
 		},
 		{
-			name: "API server refuses the read", calls: []call{upgradeCall, imagePullCall},
+			name: "API server refuses the read", calls: everyCall,
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p")},
 			setup:    failing("read", apierrors.NewForbidden(podsResource, "p", errors.New("RBAC: list pods not granted"))),
 			wantCode: codes.PermissionDenied, wantHTTP: 403, wantInMsg: "RBAC: list pods not granted",
 		},
 		{
-			name: "API server unreachable", calls: []call{upgradeCall, imagePullCall},
+			name: "API server unreachable", calls: everyCall,
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p")},
 			setup:    failing("read", errors.New(`Get "https://127.0.0.1:6443/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3Dp": dial tcp 127.0.0.1:6443: connect: connection refused`)),
 			wantCode: codes.Unavailable, wantHTTP: 503, wantInMsg: "connection refused",
@@ -198,7 +229,7 @@ func TestOutcomes(t *testing.T) {
 			wantCode: codes.Unavailable, wantHTTP: 503, wantInMsg: "too many requests",
 		},
 		{
-			name: "success", calls: []call{upgradeCall, imagePullCall},
+			name: "success", calls: everyCall,
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p")},
 			wantCode: codes.OK, wantHTTP: 200,
 		},
@@ -214,7 +245,7 @@ func TestOutcomes(t *testing.T) {
 				if tc.setup != nil {
 					tc.setup(f)
 				}
-				resp := f.do(http.MethodPost, fmt.Sprintf("/openyurt.io/v1/namespaces/%s/pods/%s/%s", tc.ns, tc.pod, c.name), "")
+				resp := f.do(c.method, c.path(tc.ns, tc.pod), "")
 				if resp.status != tc.wantHTTP {
 					t.Errorf("got HTTP %d (%q), want %d", resp.status, resp.body, tc.wantHTTP)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -12,19 +13,33 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/ownerauth"
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/statedir"
 )
 
-// The actions that can be queued, spelled as the REST paths spell them.
+// The actions that can be queued, spelled as the REST paths spell them
+// (releasehold: the DELETE of a hold).
 const (
-	ActionImagePull = "imagepull"
-	ActionUpgrade   = "upgrade"
+	ActionImagePull   = "imagepull"
+	ActionUpgrade     = "upgrade"
+	ActionHold        = "hold"
+	ActionReleaseHold = "releasehold"
 )
+
+// slotOf is where an action waits in the queue: one per pod and slot. A hold
+// and its release share one, so that the later request replaces the earlier.
+func slotOf(action string) string {
+	if action == ActionReleaseHold {
+		return ActionHold
+	}
+	return action
+}
 
 // DefaultQueuedActionTTL is how long a queued action waits for the API server
 // before it expires, and how long its outcome is kept at least.
@@ -58,8 +73,12 @@ type queuedAction struct {
 	// PodUID is the pod the owner saw: a pod replaced meanwhile is not acted
 	// on.
 	PodUID types.UID `json:"podUID"`
-	// TargetRevision is the revision the owner agreed to.
+	// TargetRevision is the revision the owner agreed to; empty for a hold
+	// or a release, which need none.
 	TargetRevision string `json:"targetRevision"`
+	// Hold is what a queued hold writes (By is Caller, At QueuedAt); nil for
+	// other actions.
+	Hold *queuedHold `json:"hold,omitempty"`
 	// Caller is who asked; nil for an anonymous caller.
 	Caller    *ownerauth.Identity `json:"caller,omitempty"`
 	QueuedAt  time.Time           `json:"queuedAt"`
@@ -70,10 +89,23 @@ type queuedAction struct {
 	DeleteSent bool `json:"deleteSent,omitempty"`
 }
 
-// actionKey identifies a queued action: one per pod and action.
-type actionKey struct{ namespace, name, action string }
+// queuedHold is a queued hold's end, fixed when asked (by the API server's
+// clock as last seen), and its reason.
+type queuedHold struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason,omitempty"`
+}
 
-func (a *queuedAction) key() actionKey { return actionKey{a.Namespace, a.Name, a.Action} }
+// hold is the hold a queued hold writes.
+func (a *queuedAction) hold() *podchannel.Hold {
+	return &podchannel.Hold{Until: metav1.NewTime(a.Hold.Until), Reason: a.Hold.Reason, By: userOf(a.Caller), At: metav1.NewTime(a.QueuedAt)}
+}
+
+// actionKey identifies a queued action's slot: one per pod and slot (see
+// slotOf).
+type actionKey struct{ namespace, name, slot string }
+
+func (a *queuedAction) key() actionKey { return actionKey{a.Namespace, a.Name, slotOf(a.Action)} }
 
 // callerName is the user who queued the action, as the audit log names it.
 func (a *queuedAction) callerName() string { return callerName(a.Caller) }
@@ -92,9 +124,9 @@ type queueData struct {
 	Outcomes []actionOutcome `json:"outcomes"`
 }
 
-// ActionQueue holds the upgrades and image pre-pulls asked for with
-// queue_if_offline while the API server was unreachable, and the outcomes of
-// those that ended. It lives in the state directory: every change is on the
+// ActionQueue holds the upgrades, image pre-pulls, holds and releases asked
+// for with queue_if_offline while the API server was unreachable, and the
+// outcomes of those that ended. It lives in the state directory: every change is on the
 // disk (fsynced) before it is acknowledged, so a queued action survives
 // restarts and power cuts. Server.RunQueue carries the actions out.
 type ActionQueue struct {
@@ -161,26 +193,33 @@ func NewActionQueue(ctx context.Context, dir *statedir.Dir, ttl time.Duration, c
 }
 
 // valid reports whether a stored action names a pod and an action this agent
-// knows, and is timed.
+// knows, with what the action needs (a revision, a valid hold), and is timed.
 func (a *queuedAction) valid() bool {
-	return validatePodRef(a.Namespace, a.Name) == nil && (a.Action == ActionImagePull || a.Action == ActionUpgrade) &&
-		a.TargetRevision != "" && !a.QueuedAt.IsZero() && !a.ExpiresAt.IsZero()
+	if validatePodRef(a.Namespace, a.Name) != nil || a.QueuedAt.IsZero() || a.ExpiresAt.IsZero() {
+		return false
+	}
+	switch a.Action {
+	case ActionImagePull, ActionUpgrade:
+		return a.TargetRevision != ""
+	case ActionHold:
+		return a.Hold != nil && a.hold().Validate() == nil
+	case ActionReleaseHold:
+		return true
+	}
+	return false
 }
 
-// add queues a, replacing the same pod's earlier action of the same kind,
-// and returns once it is on the disk.
-func (q *ActionQueue) add(a queuedAction) error {
+// add queues the actions, each replacing the same pod's earlier action in
+// its slot, and returns once they are on the disk (all, or none of them).
+func (q *ActionQueue) add(actions ...queuedAction) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	k := a.key()
-	prev, had := q.actions[k]
-	q.actions[k] = a
+	prev := maps.Clone(q.actions)
+	for _, a := range actions {
+		q.actions[a.key()] = a
+	}
 	if err := q.saveLocked(); err != nil {
-		if had {
-			q.actions[k] = prev
-		} else {
-			delete(q.actions, k)
-		}
+		q.actions = prev
 		return err
 	}
 	select {
@@ -194,8 +233,8 @@ func (q *ActionQueue) add(a queuedAction) error {
 func (q *ActionQueue) cancel(namespace, name, action, by string) (queuedAction, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	a, ok := q.actions[actionKey{namespace, name, action}]
-	if !ok {
+	a, ok := q.actions[actionKey{namespace, name, slotOf(action)}]
+	if !ok || a.Action != action {
 		return a, status.Errorf(codes.NotFound, "no %s is queued for pod %s/%s", action, namespace, name)
 	}
 	outcomes := q.outcomes
@@ -247,7 +286,11 @@ func (q *ActionQueue) expired() ([]queuedAction, error) {
 	var out []queuedAction
 	for _, a := range q.sortedLocked() {
 		if !now.Before(a.ExpiresAt) {
-			q.endLocked(a, resultExpired, "expired before the API server was reachable")
+			msg := "expired before the API server was reachable"
+			if a.Hold != nil && !now.Before(a.Hold.Until) {
+				msg = holdEnded(a.Hold.Until)
+			}
+			q.endLocked(a, resultExpired, msg)
 			out = append(out, a)
 		}
 	}
@@ -295,38 +338,43 @@ func (q *ActionQueue) due() []queuedAction {
 }
 
 func (q *ActionQueue) sortedLocked() []queuedAction {
-	out := make([]queuedAction, 0, len(q.actions))
-	for _, a := range q.actions {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, func(a, b queuedAction) int {
-		if c := strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name); c != 0 {
-			return c
-		}
-		// "imagepull" sorts before "upgrade": the pull runs first.
-		return strings.Compare(a.Action, b.Action)
-	})
+	out := slices.Collect(maps.Values(q.actions))
+	slices.SortFunc(out, runOrder)
 	return out
+}
+
+// runOrder orders queued actions as they run: by pod, and for one pod by
+// action name ("imagepull" sorts before "upgrade": the pull runs first).
+func runOrder(a, b queuedAction) int {
+	if c := strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Action, b.Action)
 }
 
 // has reports whether an action is queued for the pod.
 func (q *ActionQueue) has(namespace, name, action string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	_, ok := q.actions[actionKey{namespace, name, action}]
-	return ok
+	a, ok := q.actions[actionKey{namespace, name, slotOf(action)}]
+	return ok && a.Action == action
 }
 
-// Queued returns the actions queued for one pod, the pre-pull before the
-// upgrade: what a view of the pod's applications shows as queued.
+// Queued returns the actions queued for one pod, in the order they run:
+// what a view of the pod's applications shows as queued.
 func (q *ActionQueue) Queued(namespace, name string) []*edgeotav1.QueuedAction {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var out []*edgeotav1.QueuedAction
-	for _, action := range []string{ActionImagePull, ActionUpgrade} {
-		if a, ok := q.actions[actionKey{namespace, name, action}]; ok {
-			out = append(out, a.toProto())
+	var mine []queuedAction
+	for _, slot := range []string{ActionImagePull, ActionUpgrade, ActionHold} {
+		if a, ok := q.actions[actionKey{namespace, name, slot}]; ok {
+			mine = append(mine, a)
 		}
+	}
+	slices.SortFunc(mine, runOrder)
+	var out []*edgeotav1.QueuedAction
+	for _, a := range mine {
+		out = append(out, a.toProto())
 	}
 	return out
 }
@@ -352,7 +400,7 @@ func (q *ActionQueue) list() *edgeotav1.ListActionsResponse {
 }
 
 func (a *queuedAction) toProto() *edgeotav1.QueuedAction {
-	return &edgeotav1.QueuedAction{
+	out := &edgeotav1.QueuedAction{
 		Namespace:      a.Namespace,
 		Name:           a.Name,
 		Action:         a.Action,
@@ -362,6 +410,10 @@ func (a *queuedAction) toProto() *edgeotav1.QueuedAction {
 		ExpiresAt:      timestamppb.New(a.ExpiresAt),
 		PodUid:         string(a.PodUID),
 	}
+	if a.Hold != nil {
+		out.HoldUntil, out.HoldReason = timestamppb.New(a.Hold.Until), a.Hold.Reason
+	}
+	return out
 }
 
 func resultToProto(r string) edgeotav1.ActionResult {

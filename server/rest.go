@@ -54,10 +54,11 @@ func negotiate(r *http.Request) {
 	}
 }
 
-// sentence is a response whose whole content is one human-readable sentence:
-// UpgradeResponse, ImagePullResponse and CancelActionResponse (a queued
-// answer's "queued": true shows in JSON only; in text, the 202 and the
-// sentence say it).
+// sentence is a response whose content a person needs is one human-readable
+// sentence: UpgradeResponse, ImagePullResponse, CancelActionResponse, and
+// HoldResponse and ReleaseHoldResponse, whose sentence names the end and the
+// pods (a queued answer's "queued": true, and a hold's "until" and "pods",
+// show in JSON only; in text, the 202 and the sentence say it).
 type sentence interface{ GetMessage() string }
 
 // plainMarshaler writes sentences as newline-terminated text/plain, as
@@ -105,7 +106,7 @@ func newGateway() *runtime.ServeMux {
 }
 
 // queuedAnswer is a response that may say its request was queued:
-// UpgradeResponse and ImagePullResponse.
+// UpgradeResponse, ImagePullResponse, HoldResponse and ReleaseHoldResponse.
 type queuedAnswer interface{ GetQueued() bool }
 
 // acceptedWhenQueued answers a queued request with 202 Accepted: it is kept,

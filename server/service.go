@@ -22,7 +22,7 @@ const DefaultAPIServerTimeout = 5 * time.Second
 // Server implements edgeota.v1.OTAService for the pods bound to one node. It
 // reads from an informer cache restricted to that node, so listing costs no
 // API request and keeps working while the API server is out of reach; it
-// calls the API server only to act (Upgrade, ImagePull).
+// calls the API server only to act (Upgrade, ImagePull, Hold, ReleaseHold).
 type Server struct {
 	edgeotav1.UnimplementedOTAServiceServer
 

@@ -4,7 +4,10 @@ import (
 	"math"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
+
+	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
@@ -47,4 +50,39 @@ func offeredTarget(pod *corev1.Pod, need *corev1.PodCondition) targetInfo {
 		}
 	}
 	return t
+}
+
+// showChannel puts on the app what the pod's channel says of when it is
+// upgraded (from the pod as the cache or the stored view holds it, as
+// offeredTarget does): the owner's hold while it stands at now (the API
+// server's time), and the controller's hold limit and OTA upgrade deadline
+// for a revision the pod does not run yet. An offer of the pod's own
+// revision (left from before a rollback) or of another revision than
+// PodNeedUpgrade names is stale and shows nothing; the deadline shows only
+// beside a standing offer (PodNeedUpgrade True), since the controller
+// carries out no other. It returns how long until the hold ends, zero
+// without one: the app changes then.
+func showChannel(app *edgeotav1.App, pod *corev1.Pod, need *corev1.PodCondition, now time.Time) time.Duration {
+	var ends time.Duration
+	if h, err := podchannel.HoldOf(pod); err == nil && h.Active(now) {
+		app.Hold = &edgeotav1.OwnerHold{
+			Until: timestamppb.New(h.Until.Time), Reason: h.Reason, By: h.By, HeldAt: timestamppb.New(h.At.Time),
+		}
+		ends = h.Until.Sub(now)
+	}
+	offer, err := podchannel.OfferOf(pod)
+	if err != nil || offer == nil || offer.Revision == pod.Labels[revisionLabel] {
+		return ends
+	}
+	target := offeredTarget(pod, need)
+	if need != nil && need.Status == corev1.ConditionTrue && target.revision != offer.Revision {
+		return ends
+	}
+	if offer.HoldLimit != nil {
+		app.HoldLimit = timestamppb.New(offer.HoldLimit.Time)
+	}
+	if offer.UpgradeDeadline != nil && target.revision == offer.Revision {
+		app.UpgradeDeadline = timestamppb.New(offer.UpgradeDeadline.Time)
+	}
+	return ends
 }

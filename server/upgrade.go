@@ -168,16 +168,10 @@ func (s *Server) elsewhere(ctx context.Context, namespace, name string) error {
 // returns the target revision hash named by the pod's PodNeedUpgrade
 // condition ("" if none).
 func (s *Server) checkPod(pod *corev1.Pod) (string, error) {
+	if err := s.checkDaemonSetPod(pod, notUpdatable); err != nil {
+		return "", err
+	}
 	ref := klog.KObj(pod)
-	if pod.Spec.NodeName != s.nodeName {
-		return "", status.Errorf(codes.PermissionDenied, "pod %s runs on node %q, not on this node %q", ref, pod.Spec.NodeName, s.nodeName)
-	}
-	if pod.DeletionTimestamp != nil {
-		return "", status.Errorf(codes.FailedPrecondition, "%s: pod %s is being deleted", notUpdatable, ref)
-	}
-	if owner := metav1.GetControllerOfNoCopy(pod); owner == nil || ownerGroupKind(owner) != daemonSetKind {
-		return "", status.Errorf(codes.InvalidArgument, "pod %s is not controlled by a DaemonSet", ref)
-	}
 	need := podcondition.Get(&pod.Status, podcondition.NeedUpgrade)
 	if need == nil || need.Status != corev1.ConditionTrue {
 		state := "missing"
@@ -189,6 +183,30 @@ func (s *Server) checkPod(pod *corev1.Pod) (string, error) {
 	}
 	target, _ := podcondition.Revision(need.Message)
 	return target, nil
+}
+
+// checkDaemonSetPod runs the contract's checks of every action on a pod
+// that need no API call, in its order: the pod runs on this node, is not
+// being deleted, and is controlled by a DaemonSet. refusal starts the
+// refusal that depends on the pod's state (notUpdatable, notHoldable).
+func (s *Server) checkDaemonSetPod(pod *corev1.Pod, refusal string) error {
+	ref := klog.KObj(pod)
+	if pod.Spec.NodeName != s.nodeName {
+		return status.Errorf(codes.PermissionDenied, "pod %s runs on node %q, not on this node %q", ref, pod.Spec.NodeName, s.nodeName)
+	}
+	if pod.DeletionTimestamp != nil {
+		return status.Errorf(codes.FailedPrecondition, "%s: pod %s is being deleted", refusal, ref)
+	}
+	if !daemonSetPod(pod) {
+		return status.Errorf(codes.InvalidArgument, "pod %s is not controlled by a DaemonSet", ref)
+	}
+	return nil
+}
+
+// daemonSetPod reports whether a DaemonSet controls the pod.
+func daemonSetPod(pod *corev1.Pod) bool {
+	owner := metav1.GetControllerOfNoCopy(pod)
+	return owner != nil && ownerGroupKind(owner) == daemonSetKind
 }
 
 // prePullGate refuses an upgrade while an image pre-pull for the target

@@ -123,7 +123,7 @@ func (v *upgradeView) refreshSafely(ctx context.Context) (next time.Duration) {
 			next = idleRecheck
 		}
 	}()
-	return v.refresh(ctx, time.Now())
+	return v.refresh(ctx, v.srv.clock.Now())
 }
 
 // idleRecheck is how long the loop waits with nothing to expect; unsynced
@@ -274,6 +274,6 @@ func (s *Server) ListUpgrades(ctx context.Context, _ *edgeotav1.ListUpgradesRequ
 	v := s.upgrades
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.refreshLocked(ctx, time.Now())
+	v.refreshLocked(ctx, s.clock.Now())
 	return &edgeotav1.ListUpgradesResponse{Apps: v.snapshotLocked(), SyncedAt: timestamppb.New(at)}, nil
 }

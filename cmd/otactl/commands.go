@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 )
@@ -24,6 +26,8 @@ type cli struct {
 	out      io.Writer
 	opts     options
 	terminal bool
+	// zone is where times are shown: the user's (TZ).
+	zone *time.Location
 }
 
 // isTerminal reports whether w is a terminal, where progress is redrawn in
@@ -53,18 +57,53 @@ func (c *cli) list(ctx context.Context) error {
 	if c.opts.output == "json" {
 		return c.printJSON(resp)
 	}
-	return printTable(c.out, resp.GetApps())
+	return printTable(c.out, resp.GetApps(), c.zone)
 }
 
-// printTable writes apps as a table, one row per app.
-func printTable(w io.Writer, apps []*edgeotav1.App) error {
+// printTable writes apps as a table, one row per app, times in zone: the
+// owner's hold (until when, why), the limit that ends a hold, and the OTA
+// upgrade deadline.
+func printTable(w io.Writer, apps []*edgeotav1.App, zone *time.Location) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tDAEMONSET\tPOD\tPHASE\tCURRENT\tTARGET\tREASON")
+	fmt.Fprintln(tw, "NAMESPACE\tDAEMONSET\tPOD\tPHASE\tCURRENT\tTARGET\tREASON\tHELD UNTIL\tHOLD LIMIT\tDEADLINE")
 	for _, a := range apps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.GetNamespace(), a.GetDaemonSet(), orDash(a.GetPod()),
-			phaseName(a.GetPhase()), orDash(images(a.GetCurrentImages())), orDash(images(a.GetTargetImages())), orDash(a.GetReason()))
+		held := "-"
+		if h := a.GetHold(); h != nil {
+			held = tableTime(h.GetUntil(), zone)
+			if r := h.GetReason(); r != "" {
+				held += " (" + shorten(r, maxTableReason) + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.GetNamespace(), a.GetDaemonSet(), orDash(a.GetPod()),
+			phaseName(a.GetPhase()), orDash(images(a.GetCurrentImages())), orDash(images(a.GetTargetImages())), orDash(a.GetReason()),
+			held, tableTime(a.GetHoldLimit(), zone), tableTime(a.GetUpgradeDeadline(), zone))
 	}
 	return tw.Flush()
+}
+
+// maxTableReason bounds a hold's reason in the table (-o json has it all).
+const maxTableReason = 32
+
+// tableTime is a time as a person reads it, in zone, to the minute; "-"
+// for none.
+func tableTime(t *timestamppb.Timestamp, zone *time.Location) string {
+	if t == nil {
+		return "-"
+	}
+	return t.AsTime().In(zone).Format("2006-01-02 15:04 MST")
+}
+
+// lineTime is a time in a line of key=value pairs: RFC 3339 in zone.
+func lineTime(t *timestamppb.Timestamp, zone *time.Location) string {
+	return t.AsTime().In(zone).Format(time.RFC3339)
+}
+
+// shorten cuts s to at most n characters, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // images lists an app's images, sorted by container name.
@@ -119,20 +158,21 @@ func (c *cli) watch(ctx context.Context) error {
 		at := time.Now().Format(time.TimeOnly)
 		switch m.GetType() {
 		case edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_SNAPSHOT:
-			if err := printTable(c.out, m.GetApps()); err != nil {
+			if err := printTable(c.out, m.GetApps(), c.zone); err != nil {
 				return err
 			}
 		case edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_HEARTBEAT:
 		case edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_DELETE:
 			fmt.Fprintf(c.out, "%s %s/%s gone\n", at, m.GetApp().GetNamespace(), m.GetApp().GetDaemonSet())
 		default:
-			fmt.Fprintf(c.out, "%s %s\n", at, appLine(m.GetApp()))
+			fmt.Fprintf(c.out, "%s %s\n", at, appLine(m.GetApp(), c.zone))
 		}
 	}
 }
 
-// appLine is one line about an app: phase, pod, reason.
-func appLine(a *edgeotav1.App) string {
+// appLine is one line about an app: phase, pod, reason, and the hold, its
+// limit and the upgrade deadline when there are any, times in zone.
+func appLine(a *edgeotav1.App, zone *time.Location) string {
 	line := fmt.Sprintf("%s/%s %s pod=%s", a.GetNamespace(), a.GetDaemonSet(), phaseName(a.GetPhase()), orDash(a.GetPod()))
 	if img := images(a.GetTargetImages()); img != "" {
 		line += " target=" + img
@@ -140,7 +180,80 @@ func appLine(a *edgeotav1.App) string {
 	if a.GetReason() != "" {
 		line += " reason=" + a.GetReason()
 	}
+	if h := a.GetHold(); h != nil {
+		line += " held-until=" + lineTime(h.GetUntil(), zone)
+		if h.GetReason() != "" {
+			line += " hold-reason=" + strconv.Quote(h.GetReason())
+		}
+	}
+	if a.GetHoldLimit() != nil {
+		line += " hold-limit=" + lineTime(a.GetHoldLimit(), zone)
+	}
+	if a.GetUpgradeDeadline() != nil {
+		line += " deadline=" + lineTime(a.GetUpgradeDeadline(), zone)
+	}
 	return line
+}
+
+// hold holds or releases an app (namespace and daemonSet; both empty: every
+// app of the node). The app's current pod is found in ListUpgrades, which
+// the agent answers from its cache, so that a hold can be queued while the
+// agent cannot reach the API server.
+func (c *cli) hold(ctx context.Context, verb, namespace, daemonSet string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
+	defer cancel()
+	var pod string
+	if daemonSet != "" {
+		list, err := c.client.ListUpgrades(ctx, &edgeotav1.ListUpgradesRequest{})
+		if err != nil {
+			return err
+		}
+		app := findApp(list.GetApps(), namespace, daemonSet)
+		if app == nil {
+			return status.Errorf(codes.NotFound, "no app %s/%s on this node (otactl list shows them)", namespace, daemonSet)
+		}
+		if pod = app.GetPod(); pod == "" {
+			return status.Errorf(codes.FailedPrecondition, "app %s/%s has no pod right now (%s); try again", namespace, daemonSet, phaseName(app.GetPhase()))
+		}
+	}
+	var resp proto.Message
+	var message string
+	if verb == "hold" {
+		req := &edgeotav1.HoldRequest{Namespace: namespace, Name: pod, Duration: c.opts.holdFor, Reason: c.opts.reason, QueueIfOffline: c.opts.queueIfOffline}
+		if c.opts.holdUntil != "" {
+			until, err := c.opts.until()
+			if err != nil {
+				return err
+			}
+			req.Until = timestamppb.New(until)
+		}
+		r, err := c.client.Hold(ctx, req)
+		if err != nil {
+			return err
+		}
+		resp, message = r, r.GetMessage()
+	} else {
+		r, err := c.client.ReleaseHold(ctx, &edgeotav1.ReleaseHoldRequest{Namespace: namespace, Name: pod, QueueIfOffline: c.opts.queueIfOffline})
+		if err != nil {
+			return err
+		}
+		resp, message = r, r.GetMessage()
+	}
+	if c.opts.output == "json" {
+		return c.printJSON(resp)
+	}
+	_, err := fmt.Fprintln(c.out, message)
+	return err
+}
+
+// findApp is the app of that namespace and DaemonSet, nil if none.
+func findApp(apps []*edgeotav1.App, namespace, daemonSet string) *edgeotav1.App {
+	for _, a := range apps {
+		if a.GetNamespace() == namespace && a.GetDaemonSet() == daemonSet {
+			return a
+		}
+	}
+	return nil
 }
 
 // act pulls or upgrades an app: it finds the app's current pod, watches the
@@ -159,12 +272,7 @@ func (c *cli) act(ctx context.Context, verb, namespace, daemonSet string) error 
 	if err != nil {
 		return err
 	}
-	var app *edgeotav1.App
-	for _, a := range snap.GetApps() {
-		if a.GetNamespace() == namespace && a.GetDaemonSet() == daemonSet {
-			app = a
-		}
-	}
+	app := findApp(snap.GetApps(), namespace, daemonSet)
 	if app == nil {
 		return status.Errorf(codes.NotFound, "no app %s/%s on this node (otactl list shows them)", namespace, daemonSet)
 	}

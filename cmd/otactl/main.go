@@ -7,7 +7,10 @@
 //	otactl [flags] watch [-o json]
 //	otactl [flags] pull NAMESPACE/DAEMONSET [--wait] [--timeout D]
 //	otactl [flags] upgrade NAMESPACE/DAEMONSET [--wait] [--queue-if-offline] [--timeout D]
+//	otactl [flags] hold [NAMESPACE/DAEMONSET|--all] (--for D|--until RFC3339) [--reason TEXT] [--queue-if-offline]
+//	otactl [flags] release [NAMESPACE/DAEMONSET|--all] [--queue-if-offline]
 //
+// hold and release without an app act on every app of the node, as --all.
 // --version prints the build. Exit codes: 0 done; 1 the pull or upgrade failed (the reason is printed,
 // e.g. CrashLoopBackOff); 2 bad usage; 3 --timeout passed; 4 the agent is
 // unreachable or unavailable; 5 unauthenticated, or the agent refused (its
@@ -29,6 +32,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/edgeota/edgeota/internal/holdtime"
 	"github.com/edgeota/edgeota/internal/version"
 )
 
@@ -60,6 +64,10 @@ type options struct {
 	queueIfOffline bool
 	timeout        time.Duration
 	version        bool
+	all            bool
+	holdFor        string
+	holdUntil      string
+	reason         string
 }
 
 const usage = `usage: otactl [flags] COMMAND [ARGS]
@@ -69,6 +77,9 @@ Commands:
   watch                         the same, as it changes (-o json)
   pull NAMESPACE/DAEMONSET      pre-pull the images of the app's new version (--wait: until PULLED)
   upgrade NAMESPACE/DAEMONSET   upgrade the app (--wait: until UPGRADED; --queue-if-offline)
+  hold [NAMESPACE/DAEMONSET]    ask the cluster not to upgrade the app, or every app (no app, or --all),
+                                --for 2h or --until 2026-11-25T18:00:00Z, [--reason driving] [--queue-if-offline]
+  release [NAMESPACE/DAEMONSET] release the app's hold, or every app's (no app, or --all) [--queue-if-offline]
 
 Exit codes: 0 done, 1 failed, 2 usage, 3 timeout, 4 agent unreachable,
 5 unauthenticated or refused, 6 unknown app.
@@ -96,8 +107,12 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.insecure, "insecure", false, "send the bearer token without TLS to an agent that is not on loopback: anyone on the way can read and reuse it")
 	fs.StringVar(&o.output, "o", "", `output format: "" (a table, or lines) or "json"`)
 	fs.BoolVar(&o.wait, "wait", false, "pull, upgrade: follow the app until the pull or upgrade is done or failed")
-	fs.BoolVar(&o.queueIfOffline, "queue-if-offline", false, "upgrade: if the agent cannot reach the API server, queue the upgrade until it can")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "pull, upgrade: give up waiting after this long (exit 3)")
+	fs.BoolVar(&o.queueIfOffline, "queue-if-offline", false, "upgrade, hold, release: if the agent cannot reach the API server, queue the request until it can")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "pull, upgrade, hold, release: give up after this long (exit 3)")
+	fs.BoolVar(&o.all, "all", false, "hold, release: every app on the node (the default without an app)")
+	fs.StringVar(&o.holdFor, "for", "", "hold: how long, "+holdtime.Syntax+"; at most "+holdtime.MaxText)
+	fs.StringVar(&o.holdUntil, "until", "", "hold: until when, RFC 3339 (2026-11-25T18:00:00Z, or with an offset)")
+	fs.StringVar(&o.reason, "reason", "", "hold: why, for people (e.g. driving)")
 	fs.BoolVar(&o.version, "version", false, "print the version, git commit, build date and Go version, then exit")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -149,7 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer closeConn()
-	c := &cli{client: client, out: stdout, opts: o, terminal: isTerminal(stdout)}
+	c := &cli{client: client, out: stdout, opts: o, terminal: isTerminal(stdout), zone: time.Local}
 	switch positional[0] {
 	case "list":
 		err = c.list(ctx)
@@ -160,6 +175,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ns, ds, err = parseApp(positional[1])
 		if err == nil {
 			err = c.act(ctx, positional[0], ns, ds)
+		}
+	case "hold", "release":
+		var ns, ds string
+		if len(positional) == 2 {
+			ns, ds, err = parseApp(positional[1])
+		}
+		if err == nil {
+			err = c.hold(ctx, positional[0], ns, ds)
 		}
 	}
 	if err != nil {
@@ -173,13 +196,17 @@ func (o options) validate(positional []string) error {
 	if len(positional) == 0 {
 		return errors.New("no command")
 	}
-	want := map[string]int{"list": 1, "watch": 1, "pull": 2, "upgrade": 2}
-	n, ok := want[positional[0]]
+	want := map[string]int{"list": 1, "watch": 1, "pull": 2, "upgrade": 2, "hold": 2, "release": 2}
+	command := positional[0]
+	n, ok := want[command]
+	holding := command == "hold" || command == "release"
 	switch {
 	case !ok:
-		return fmt.Errorf("unknown command %q", positional[0])
-	case len(positional) != n:
-		return fmt.Errorf("%s takes %d argument(s), got %d", positional[0], n-1, len(positional)-1)
+		return fmt.Errorf("unknown command %q", command)
+	case holding && len(positional) > n:
+		return fmt.Errorf("%s takes at most %d argument(s), got %d", command, n-1, len(positional)-1)
+	case !holding && len(positional) != n:
+		return fmt.Errorf("%s takes %d argument(s), got %d", command, n-1, len(positional)-1)
 	case o.output != "" && o.output != "json":
 		return fmt.Errorf(`-o %q: want "json" or nothing`, o.output)
 	case o.timeout <= 0:
@@ -190,10 +217,49 @@ func (o options) validate(positional []string) error {
 		return errors.New("--cert-file and --key-file go together")
 	case (o.token != "" || o.tokenFile != "") && !o.usesTLS() && !o.insecure && !local(o.server):
 		return fmt.Errorf("refusing to send the bearer token in the clear to %s, which is not loopback: anyone on the way could read and reuse it; connect with TLS (--ca-file), or give --insecure if you accept that", o.server)
-	case o.queueIfOffline && positional[0] != "upgrade":
-		return errors.New("--queue-if-offline applies to upgrade only")
+	case o.queueIfOffline && command != "upgrade" && !holding:
+		return errors.New("--queue-if-offline applies to upgrade, hold and release only")
+	case o.all && !holding:
+		return errors.New("--all applies to hold and release only")
+	case o.all && len(positional) == 2:
+		return fmt.Errorf("%s: give an app or --all, not both", command)
+	case (o.holdFor != "" || o.holdUntil != "" || o.reason != "") && command != "hold":
+		return errors.New("--for, --until and --reason apply to hold only")
+	case command == "hold":
+		return o.validateHold()
 	}
 	return nil
+}
+
+// validateHold checks a hold's end as the agent would, so that a typo is a
+// usage error before anything is sent: exactly one of --for, in the agent's
+// syntax and bounds, and --until, RFC 3339 (the agent checks it against the
+// API server's clock).
+func (o options) validateHold() error {
+	switch {
+	case o.holdFor != "" && o.holdUntil != "":
+		return errors.New("hold: give --for or --until, not both")
+	case o.holdFor == "" && o.holdUntil == "":
+		return errors.New("hold: give --for (e.g. 2h) or --until (RFC 3339, e.g. 2026-11-25T18:00:00Z)")
+	case o.holdFor != "":
+		if _, err := holdtime.ParseDuration(o.holdFor); err != nil {
+			return fmt.Errorf("--for: %w", err)
+		}
+	default:
+		if _, err := o.until(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// until is --until's time.
+func (o options) until() (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, o.holdUntil)
+	if err != nil {
+		return t, usageError(fmt.Sprintf("--until %q: want RFC 3339, e.g. 2026-11-25T18:00:00Z or 2026-11-25T19:00:00+01:00", o.holdUntil))
+	}
+	return t, nil
 }
 
 // parseApp splits NAMESPACE/DAEMONSET.

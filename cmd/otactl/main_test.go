@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 )
@@ -44,7 +47,23 @@ func TestValidate(t *testing.T) {
 		{[]string{"pull", "a/b"}, func(o *options) { o.timeout = 0 }, "--timeout"},
 		{[]string{"list"}, func(o *options) { o.token, o.tokenFile = "t", "f" }, "give one"},
 		{[]string{"list"}, func(o *options) { o.certFile = "c" }, "go together"},
-		{[]string{"pull", "a/b"}, func(o *options) { o.queueIfOffline = true }, "upgrade only"},
+		{[]string{"pull", "a/b"}, func(o *options) { o.queueIfOffline = true }, "upgrade, hold and release only"},
+		{[]string{"hold"}, func(o *options) { o.holdFor = "2h" }, ""},
+		{[]string{"hold", "a/b"}, func(o *options) { o.holdUntil, o.reason, o.queueIfOffline = "2026-11-25T18:00:00Z", "driving", true }, ""},
+		{[]string{"hold"}, func(o *options) { o.all, o.holdUntil = true, "2026-11-25T19:00:00+01:00" }, ""},
+		{[]string{"hold"}, nil, "give --for (e.g. 2h) or --until"},
+		{[]string{"hold"}, func(o *options) { o.holdFor, o.holdUntil = "2h", "2026-11-25T18:00:00Z" }, "not both"},
+		{[]string{"hold"}, func(o *options) { o.holdFor = "2 hours" }, "--for: duration"},
+		{[]string{"hold"}, func(o *options) { o.holdFor = "31d" }, "the longest hold"},
+		{[]string{"hold"}, func(o *options) { o.holdFor = "0s" }, "more than zero"},
+		{[]string{"hold"}, func(o *options) { o.holdUntil = "tomorrow" }, "want RFC 3339"},
+		{[]string{"hold", "a/b"}, func(o *options) { o.holdFor, o.all = "2h", true }, "an app or --all, not both"},
+		{[]string{"hold", "a/b", "c/d"}, func(o *options) { o.holdFor = "2h" }, "takes at most 1 argument"},
+		{[]string{"release"}, func(o *options) { o.queueIfOffline = true }, ""},
+		{[]string{"release", "a/b"}, nil, ""},
+		{[]string{"release"}, func(o *options) { o.reason = "x" }, "apply to hold only"},
+		{[]string{"upgrade", "a/b"}, func(o *options) { o.holdFor = "2h" }, "apply to hold only"},
+		{[]string{"upgrade", "a/b"}, func(o *options) { o.all = true }, "--all applies to hold and release only"},
 		{[]string{"list"}, func(o *options) { o.token, o.server = "t", "10.0.0.5:10267" }, "refusing to send the bearer token in the clear to 10.0.0.5:10267"},
 		{[]string{"list"}, func(o *options) { o.tokenFile, o.server = "f", "dns:///vehicle.example:10267" }, "refusing to send the bearer token in the clear"},
 		{[]string{"list"}, func(o *options) { o.token, o.server, o.insecure = "t", "10.0.0.5:10267", true }, ""},
@@ -205,10 +224,163 @@ func TestPrintTable(t *testing.T) {
 	a := app("demo-x", available, "")
 	a.CurrentImages = map[string]string{"b": "img:b", "a": "img:a"}
 	a.TargetImages = map[string]string{"a": "img:a2"}
-	if err := printTable(&out, []*edgeotav1.App{a}); err != nil {
+	if err := printTable(&out, []*edgeotav1.App{a}, time.UTC); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "UPGRADE_AVAILABLE") || !strings.Contains(out.String(), "img:a,img:b") || !strings.Contains(out.String(), "img:a2") {
 		t.Errorf("got\n%s\nwant the phase, current and target images", out.String())
+	}
+	if rows := strings.Split(strings.TrimSpace(out.String()), "\n"); len(rows) != 2 || strings.Join(strings.Fields(rows[1])[7:], " ") != "- - -" {
+		t.Errorf("got\n%s\nwant no hold, limit or deadline shown as dashes", out.String())
+	}
+}
+
+// heldApp is an app held until 18:00 UTC for a reason, whose hold ends at
+// its limit, with an OTA deadline.
+func heldApp(reason string) *edgeotav1.App {
+	a := app("demo-x", available, "")
+	a.Hold = &edgeotav1.OwnerHold{Until: timestamppb.New(time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)), Reason: reason, By: "uli"}
+	a.HoldLimit = timestamppb.New(time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC))
+	a.UpgradeDeadline = timestamppb.New(time.Date(2026, 12, 2, 1, 30, 0, 0, time.UTC))
+	return a
+}
+
+func TestPrintTableShowsHoldLimitAndDeadline(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printTable(&out, []*edgeotav1.App{heldApp("driving"), heldApp(strings.Repeat("long ", 20))}, berlin); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for _, want := range []string{"HELD UNTIL", "HOLD LIMIT", "DEADLINE"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("header %q: want %s", lines[0], want)
+		}
+	}
+	for _, want := range []string{"2026-11-25 19:00 CET (driving)", "2026-11-26 07:00 CET", "2026-12-02 02:30 CET"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("row %q: want %q, in the user's zone", lines[1], want)
+		}
+	}
+	if !strings.Contains(lines[2], "(long long long long long long l…)") {
+		t.Errorf("row %q: want the long reason cut at 32 characters", lines[2])
+	}
+}
+
+func TestAppLineShowsHoldLimitAndDeadline(t *testing.T) {
+	got := appLine(heldApp("driving"), time.UTC)
+	want := `default/demo UPGRADE_AVAILABLE pod=demo-x held-until=2026-11-25T18:00:00Z hold-reason="driving" hold-limit=2026-11-26T06:00:00Z deadline=2026-12-02T01:30:00Z`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := appLine(app("p", available, ""), time.UTC); strings.Contains(got, "hold") || strings.Contains(got, "deadline") {
+		t.Errorf("got %s, want nothing about holds without one", got)
+	}
+}
+
+// fakeAgent serves the OTA service on loopback with one app (default/demo,
+// pod demo-x), records the holds and releases it gets, and answers them
+// with err when set.
+type fakeAgent struct {
+	edgeotav1.UnimplementedOTAServiceServer
+	err      error
+	holds    chan *edgeotav1.HoldRequest
+	releases chan *edgeotav1.ReleaseHoldRequest
+	addr     string
+}
+
+func startFakeAgent(t *testing.T, err error) *fakeAgent {
+	t.Helper()
+	f := &fakeAgent{err: err, holds: make(chan *edgeotav1.HoldRequest, 1), releases: make(chan *edgeotav1.ReleaseHoldRequest, 1)}
+	l, lerr := net.Listen("tcp", "127.0.0.1:0")
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	s := grpc.NewServer()
+	edgeotav1.RegisterOTAServiceServer(s, f)
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	f.addr = l.Addr().String()
+	return f
+}
+
+func (f *fakeAgent) ListUpgrades(context.Context, *edgeotav1.ListUpgradesRequest) (*edgeotav1.ListUpgradesResponse, error) {
+	return &edgeotav1.ListUpgradesResponse{Apps: []*edgeotav1.App{app("demo-x", available, "")}}, nil
+}
+
+func (f *fakeAgent) Hold(_ context.Context, req *edgeotav1.HoldRequest) (*edgeotav1.HoldResponse, error) {
+	f.holds <- req
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &edgeotav1.HoldResponse{Message: "Held it", Pods: []string{"default/demo-x"}}, nil
+}
+
+func (f *fakeAgent) ReleaseHold(_ context.Context, req *edgeotav1.ReleaseHoldRequest) (*edgeotav1.ReleaseHoldResponse, error) {
+	f.releases <- req
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &edgeotav1.ReleaseHoldResponse{Message: "Released it", Queued: req.GetQueueIfOffline()}, nil
+}
+
+// TestHoldAndRelease runs otactl's hold and release against an agent: what
+// it asks for (the app's current pod, or every app), what it prints, and
+// its exit codes.
+func TestHoldAndRelease(t *testing.T) {
+	f := startFakeAgent(t, nil)
+	otactl := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), append([]string{"--server", f.addr}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	// The README's spelling: every app of the node.
+	if code, out, errOut := otactl("hold", "--for", "2h", "--reason", "driving"); code != exitOK || out != "Held it\n" {
+		t.Errorf("hold --for 2h --reason driving: got exit %d %q %q, want 0 and the agent's message", code, out, errOut)
+	}
+	if req := <-f.holds; req.GetNamespace() != "" || req.GetName() != "" || req.GetDuration() != "2h" || req.GetReason() != "driving" || req.GetUntil() != nil {
+		t.Errorf("got %v, want every app held for 2h, driving", req)
+	}
+	if code, out, _ := otactl("hold", "default/demo", "--until", "2026-11-25T19:00:00+01:00", "--queue-if-offline", "-o", "json"); code != exitOK ||
+		!strings.Contains(out, `"message":"Held it"`) || !strings.Contains(out, `"pods":["default/demo-x"]`) {
+		t.Errorf("hold of an app: got exit %d %q, want 0 and the answer in JSON", code, out)
+	}
+	if req := <-f.holds; req.GetNamespace() != "default" || req.GetName() != "demo-x" || !req.GetQueueIfOffline() ||
+		!req.GetUntil().AsTime().Equal(time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)) || req.GetDuration() != "" {
+		t.Errorf("got %v, want the app's pod demo-x held until 18:00 UTC, queued if offline", req)
+	}
+	if code, out, _ := otactl("release", "--all", "--queue-if-offline"); code != exitOK || out != "Released it\n" {
+		t.Errorf("release --all: got exit %d %q, want 0", code, out)
+	}
+	if req := <-f.releases; req.GetNamespace() != "" || req.GetName() != "" || !req.GetQueueIfOffline() {
+		t.Errorf("got %v, want every app released, queued if offline", req)
+	}
+	if code, _, errOut := otactl("release", "default/nope"); code != exitUnknownApp || !strings.Contains(errOut, "no app default/nope") {
+		t.Errorf("release of an unknown app: got exit %d %q, want 6", code, errOut)
+	}
+	if code, _, errOut := otactl("hold", "--for", "2 hours"); code != exitUsage || !strings.Contains(errOut, "--for") {
+		t.Errorf("hold --for '2 hours': got exit %d %q, want 2", code, errOut)
+	}
+
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{status.Error(codes.InvalidArgument, "until 2020-01-01T00:00:00Z has passed"), exitRefused},
+		{status.Error(codes.FailedPrecondition, "Pod cannot be held: pod default/demo-x is being deleted"), exitRefused},
+		{status.Error(codes.PermissionDenied, "needs group edgeota:upgraders"), exitRefused},
+		{status.Error(codes.Unavailable, "the API server is unreachable"), exitUnreachable},
+		{status.Error(codes.NotFound, "no app on this node"), exitUnknownApp},
+	} {
+		refusing := startFakeAgent(t, tc.err)
+		var stderr bytes.Buffer
+		code := run(t.Context(), []string{"--server", refusing.addr, "hold", "default/demo", "--for", "1h"}, io.Discard, &stderr)
+		<-refusing.holds
+		if code != tc.want || !strings.Contains(stderr.String(), status.Convert(tc.err).Message()) {
+			t.Errorf("%v: got exit %d %q, want %d with the agent's message", tc.err, code, stderr.String(), tc.want)
+		}
 	}
 }

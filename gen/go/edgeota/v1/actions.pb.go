@@ -4,9 +4,10 @@
 // 	protoc        (unknown)
 // source: edgeota/v1/actions.proto
 
-// Queued actions: upgrades and image pre-pulls that the owner asked for while
-// the node could not reach the API server (queue_if_offline), kept on the
-// node's disk and carried out once the link is back.
+// Queued actions: upgrades, image pre-pulls, holds and their releases that the
+// owner asked for while the node could not reach the API server
+// (queue_if_offline), kept on the node's disk and carried out once the link
+// is back.
 
 package edgeotav1
 
@@ -32,13 +33,14 @@ type ActionResult int32
 const (
 	// Never set.
 	ActionResult_ACTION_RESULT_UNSPECIFIED ActionResult = 0
-	// The action ran: the pre-pull was requested, or the pod deleted for its
-	// upgrade.
+	// The action ran: the pre-pull was requested, the pod deleted for its
+	// upgrade, or the hold written or removed.
 	ActionResult_ACTION_RESULT_DONE ActionResult = 1
 	// The action did not run: a check failed when it was due (the message says
 	// which), e.g. the target revision moved or the pod is gone.
 	ActionResult_ACTION_RESULT_REFUSED ActionResult = 2
-	// The action did not run before its expiry.
+	// The action did not run before its expiry: for a hold, the hold had
+	// ended by the time the API server answered, so it was not written.
 	ActionResult_ACTION_RESULT_EXPIRED ActionResult = 3
 	// The owner cancelled the action (CancelAction).
 	ActionResult_ACTION_RESULT_CANCELLED ActionResult = 4
@@ -192,12 +194,15 @@ type QueuedAction struct {
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// The pod's name.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// "imagepull" or "upgrade". A queued pull runs before a queued upgrade of
-	// the same pod, and the upgrade waits for the pull to succeed.
+	// "imagepull", "upgrade", "hold" or "releasehold". A queued pull runs
+	// before a queued upgrade of the same pod, and the upgrade waits for the
+	// pull to succeed. A pod has at most one of "hold" and "releasehold"
+	// queued: the later request replaces the earlier.
 	Action string `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
 	// The hash of the ControllerRevision the owner agreed to (from the pod's
 	// PodNeedUpgrade condition when queued). The action is refused if the pod
-	// waits for another revision when it runs.
+	// waits for another revision when it runs. Empty for holds and releases,
+	// which need no revision.
 	TargetRevision string `protobuf:"bytes,4,opt,name=target_revision,json=targetRevision,proto3" json:"target_revision,omitempty"`
 	// The user who asked ("system:anonymous" without authentication). It must
 	// still be allowed to act under the agent's configuration when it runs.
@@ -207,7 +212,12 @@ type QueuedAction struct {
 	// When the action expires unless it ran.
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// The pod's UID when queued: a pod replaced meanwhile is not acted on.
-	PodUid        string `protobuf:"bytes,8,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
+	PodUid string `protobuf:"bytes,8,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
+	// "hold": when the hold ends (fixed when asked, by the API server's clock
+	// as last seen). A hold that has ended before it could be written expires.
+	HoldUntil *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=hold_until,json=holdUntil,proto3" json:"hold_until,omitempty"`
+	// "hold": why, as the owner said it.
+	HoldReason    string `protobuf:"bytes,10,opt,name=hold_reason,json=holdReason,proto3" json:"hold_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -298,6 +308,20 @@ func (x *QueuedAction) GetPodUid() string {
 	return ""
 }
 
+func (x *QueuedAction) GetHoldUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HoldUntil
+	}
+	return nil
+}
+
+func (x *QueuedAction) GetHoldReason() string {
+	if x != nil {
+		return x.HoldReason
+	}
+	return ""
+}
+
 // ActionOutcome is how one queued action ended.
 type ActionOutcome struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -378,7 +402,7 @@ type CancelActionRequest struct {
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// The pod's name: a DNS-1123 subdomain.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// "upgrade" or "imagepull".
+	// "upgrade", "imagepull", "hold" or "releasehold".
 	Action        string `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -490,7 +514,7 @@ const file_edgeota_v1_actions_proto_rawDesc = "" +
 	"\x12ListActionsRequest\"\x80\x01\n" +
 	"\x13ListActionsResponse\x122\n" +
 	"\aactions\x18\x01 \x03(\v2\x18.edgeota.v1.QueuedActionR\aactions\x125\n" +
-	"\boutcomes\x18\x02 \x03(\v2\x19.edgeota.v1.ActionOutcomeR\boutcomes\"\xa6\x02\n" +
+	"\boutcomes\x18\x02 \x03(\v2\x19.edgeota.v1.ActionOutcomeR\boutcomes\"\x82\x03\n" +
 	"\fQueuedAction\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -500,7 +524,12 @@ const file_edgeota_v1_actions_proto_rawDesc = "" +
 	"\tqueued_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bqueuedAt\x129\n" +
 	"\n" +
 	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x17\n" +
-	"\apod_uid\x18\b \x01(\tR\x06podUid\"\xca\x01\n" +
+	"\apod_uid\x18\b \x01(\tR\x06podUid\x129\n" +
+	"\n" +
+	"hold_until\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tholdUntil\x12\x1f\n" +
+	"\vhold_reason\x18\n" +
+	" \x01(\tR\n" +
+	"holdReason\"\xca\x01\n" +
 	"\rActionOutcome\x120\n" +
 	"\x06action\x18\x01 \x01(\v2\x18.edgeota.v1.QueuedActionR\x06action\x120\n" +
 	"\x06result\x18\x02 \x01(\x0e2\x18.edgeota.v1.ActionResultR\x06result\x12\x18\n" +
@@ -549,14 +578,15 @@ var file_edgeota_v1_actions_proto_depIdxs = []int32{
 	4, // 1: edgeota.v1.ListActionsResponse.outcomes:type_name -> edgeota.v1.ActionOutcome
 	7, // 2: edgeota.v1.QueuedAction.queued_at:type_name -> google.protobuf.Timestamp
 	7, // 3: edgeota.v1.QueuedAction.expires_at:type_name -> google.protobuf.Timestamp
-	3, // 4: edgeota.v1.ActionOutcome.action:type_name -> edgeota.v1.QueuedAction
-	0, // 5: edgeota.v1.ActionOutcome.result:type_name -> edgeota.v1.ActionResult
-	7, // 6: edgeota.v1.ActionOutcome.finished_at:type_name -> google.protobuf.Timestamp
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	7, // 4: edgeota.v1.QueuedAction.hold_until:type_name -> google.protobuf.Timestamp
+	3, // 5: edgeota.v1.ActionOutcome.action:type_name -> edgeota.v1.QueuedAction
+	0, // 6: edgeota.v1.ActionOutcome.result:type_name -> edgeota.v1.ActionResult
+	7, // 7: edgeota.v1.ActionOutcome.finished_at:type_name -> google.protobuf.Timestamp
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_edgeota_v1_actions_proto_init() }

@@ -9,7 +9,7 @@
 //
 // The HTTP mapping lives beside this file in ota_http.yaml (grpc-gateway's
 // service configuration), and the OpenAPI options (the 202 Accepted of a
-// queued ImagePull or Upgrade) in ota_openapi.yaml. Paths and JSON bodies
+// queued ImagePull, Upgrade, Hold or ReleaseHold) in ota_openapi.yaml. Paths and JSON bodies
 // stay compatible with the OpenYurt and ACK Edge node agents, so existing
 // scripts keep working.
 
@@ -1299,7 +1299,7 @@ var File_edgeota_v1_ota_proto protoreflect.FileDescriptor
 const file_edgeota_v1_ota_proto_rawDesc = "" +
 	"\n" +
 	"\x14edgeota/v1/ota.proto\x12\n" +
-	"edgeota.v1\x1a\x18edgeota/v1/actions.proto\x1a\x19edgeota/v1/upgrades.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x11\n" +
+	"edgeota.v1\x1a\x18edgeota/v1/actions.proto\x1a\x16edgeota/v1/holds.proto\x1a\x19edgeota/v1/upgrades.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x11\n" +
 	"\x0fListPodsRequest\"n\n" +
 	"\x10ListPodsResponse\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -1403,7 +1403,7 @@ const file_edgeota_v1_ota_proto_rawDesc = "" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12;\n" +
 	"\vfinished_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt2\xaf\x04\n" +
+	"finishedAt2\xba\x05\n" +
 	"\n" +
 	"OTAService\x12E\n" +
 	"\bListPods\x12\x1b.edgeota.v1.ListPodsRequest\x1a\x1c.edgeota.v1.ListPodsResponse\x12H\n" +
@@ -1412,7 +1412,9 @@ const file_edgeota_v1_ota_proto_rawDesc = "" +
 	"\vListActions\x12\x1e.edgeota.v1.ListActionsRequest\x1a\x1f.edgeota.v1.ListActionsResponse\x12Q\n" +
 	"\fCancelAction\x12\x1f.edgeota.v1.CancelActionRequest\x1a .edgeota.v1.CancelActionResponse\x12Q\n" +
 	"\fListUpgrades\x12\x1f.edgeota.v1.ListUpgradesRequest\x1a .edgeota.v1.ListUpgradesResponse\x12V\n" +
-	"\rWatchUpgrades\x12 .edgeota.v1.WatchUpgradesRequest\x1a!.edgeota.v1.WatchUpgradesResponse0\x01B8Z6github.com/edgeota/edgeota/gen/go/edgeota/v1;edgeotav1b\x06proto3"
+	"\rWatchUpgrades\x12 .edgeota.v1.WatchUpgradesRequest\x1a!.edgeota.v1.WatchUpgradesResponse0\x01\x129\n" +
+	"\x04Hold\x12\x17.edgeota.v1.HoldRequest\x1a\x18.edgeota.v1.HoldResponse\x12N\n" +
+	"\vReleaseHold\x12\x1e.edgeota.v1.ReleaseHoldRequest\x1a\x1f.edgeota.v1.ReleaseHoldResponseB8Z6github.com/edgeota/edgeota/gen/go/edgeota/v1;edgeotav1b\x06proto3"
 
 var (
 	file_edgeota_v1_ota_proto_rawDescOnce sync.Once
@@ -1453,10 +1455,14 @@ var file_edgeota_v1_ota_proto_goTypes = []any{
 	(*CancelActionRequest)(nil),      // 22: edgeota.v1.CancelActionRequest
 	(*ListUpgradesRequest)(nil),      // 23: edgeota.v1.ListUpgradesRequest
 	(*WatchUpgradesRequest)(nil),     // 24: edgeota.v1.WatchUpgradesRequest
-	(*ListActionsResponse)(nil),      // 25: edgeota.v1.ListActionsResponse
-	(*CancelActionResponse)(nil),     // 26: edgeota.v1.CancelActionResponse
-	(*ListUpgradesResponse)(nil),     // 27: edgeota.v1.ListUpgradesResponse
-	(*WatchUpgradesResponse)(nil),    // 28: edgeota.v1.WatchUpgradesResponse
+	(*HoldRequest)(nil),              // 25: edgeota.v1.HoldRequest
+	(*ReleaseHoldRequest)(nil),       // 26: edgeota.v1.ReleaseHoldRequest
+	(*ListActionsResponse)(nil),      // 27: edgeota.v1.ListActionsResponse
+	(*CancelActionResponse)(nil),     // 28: edgeota.v1.CancelActionResponse
+	(*ListUpgradesResponse)(nil),     // 29: edgeota.v1.ListUpgradesResponse
+	(*WatchUpgradesResponse)(nil),    // 30: edgeota.v1.WatchUpgradesResponse
+	(*HoldResponse)(nil),             // 31: edgeota.v1.HoldResponse
+	(*ReleaseHoldResponse)(nil),      // 32: edgeota.v1.ReleaseHoldResponse
 }
 var file_edgeota_v1_ota_proto_depIdxs = []int32{
 	6,  // 0: edgeota.v1.ListPodsResponse.items:type_name -> edgeota.v1.Pod
@@ -1487,15 +1493,19 @@ var file_edgeota_v1_ota_proto_depIdxs = []int32{
 	22, // 25: edgeota.v1.OTAService.CancelAction:input_type -> edgeota.v1.CancelActionRequest
 	23, // 26: edgeota.v1.OTAService.ListUpgrades:input_type -> edgeota.v1.ListUpgradesRequest
 	24, // 27: edgeota.v1.OTAService.WatchUpgrades:input_type -> edgeota.v1.WatchUpgradesRequest
-	1,  // 28: edgeota.v1.OTAService.ListPods:output_type -> edgeota.v1.ListPodsResponse
-	3,  // 29: edgeota.v1.OTAService.ImagePull:output_type -> edgeota.v1.ImagePullResponse
-	5,  // 30: edgeota.v1.OTAService.Upgrade:output_type -> edgeota.v1.UpgradeResponse
-	25, // 31: edgeota.v1.OTAService.ListActions:output_type -> edgeota.v1.ListActionsResponse
-	26, // 32: edgeota.v1.OTAService.CancelAction:output_type -> edgeota.v1.CancelActionResponse
-	27, // 33: edgeota.v1.OTAService.ListUpgrades:output_type -> edgeota.v1.ListUpgradesResponse
-	28, // 34: edgeota.v1.OTAService.WatchUpgrades:output_type -> edgeota.v1.WatchUpgradesResponse
-	28, // [28:35] is the sub-list for method output_type
-	21, // [21:28] is the sub-list for method input_type
+	25, // 28: edgeota.v1.OTAService.Hold:input_type -> edgeota.v1.HoldRequest
+	26, // 29: edgeota.v1.OTAService.ReleaseHold:input_type -> edgeota.v1.ReleaseHoldRequest
+	1,  // 30: edgeota.v1.OTAService.ListPods:output_type -> edgeota.v1.ListPodsResponse
+	3,  // 31: edgeota.v1.OTAService.ImagePull:output_type -> edgeota.v1.ImagePullResponse
+	5,  // 32: edgeota.v1.OTAService.Upgrade:output_type -> edgeota.v1.UpgradeResponse
+	27, // 33: edgeota.v1.OTAService.ListActions:output_type -> edgeota.v1.ListActionsResponse
+	28, // 34: edgeota.v1.OTAService.CancelAction:output_type -> edgeota.v1.CancelActionResponse
+	29, // 35: edgeota.v1.OTAService.ListUpgrades:output_type -> edgeota.v1.ListUpgradesResponse
+	30, // 36: edgeota.v1.OTAService.WatchUpgrades:output_type -> edgeota.v1.WatchUpgradesResponse
+	31, // 37: edgeota.v1.OTAService.Hold:output_type -> edgeota.v1.HoldResponse
+	32, // 38: edgeota.v1.OTAService.ReleaseHold:output_type -> edgeota.v1.ReleaseHoldResponse
+	30, // [30:39] is the sub-list for method output_type
+	21, // [21:30] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -1507,6 +1517,7 @@ func file_edgeota_v1_ota_proto_init() {
 		return
 	}
 	file_edgeota_v1_actions_proto_init()
+	file_edgeota_v1_holds_proto_init()
 	file_edgeota_v1_upgrades_proto_init()
 	file_edgeota_v1_ota_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}

@@ -9,7 +9,7 @@
 //
 // The HTTP mapping lives beside this file in ota_http.yaml (grpc-gateway's
 // service configuration), and the OpenAPI options (the 202 Accepted of a
-// queued ImagePull or Upgrade) in ota_openapi.yaml. Paths and JSON bodies
+// queued ImagePull, Upgrade, Hold or ReleaseHold) in ota_openapi.yaml. Paths and JSON bodies
 // stay compatible with the OpenYurt and ACK Edge node agents, so existing
 // scripts keep working.
 
@@ -35,6 +35,8 @@ const (
 	OTAService_CancelAction_FullMethodName  = "/edgeota.v1.OTAService/CancelAction"
 	OTAService_ListUpgrades_FullMethodName  = "/edgeota.v1.OTAService/ListUpgrades"
 	OTAService_WatchUpgrades_FullMethodName = "/edgeota.v1.OTAService/WatchUpgrades"
+	OTAService_Hold_FullMethodName          = "/edgeota.v1.OTAService/Hold"
+	OTAService_ReleaseHold_FullMethodName   = "/edgeota.v1.OTAService/ReleaseHold"
 )
 
 // OTAServiceClient is the client API for OTAService service.
@@ -59,9 +61,10 @@ type OTAServiceClient interface {
 	// image pre-pull for the target revision is under way or has failed.
 	// REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
 	Upgrade(ctx context.Context, in *UpgradeRequest, opts ...grpc.CallOption) (*UpgradeResponse, error)
-	// ListActions lists the upgrades and image pre-pulls queued on this node
-	// while the API server was unreachable (see queue_if_offline), and the
-	// latest outcomes of queued actions. Viewers may call it.
+	// ListActions lists the upgrades, image pre-pulls, holds and releases
+	// queued on this node while the API server was unreachable (see
+	// queue_if_offline), and the latest outcomes of queued actions. Viewers
+	// may call it.
 	// REST: GET /edgeota.io/v1/actions
 	ListActions(ctx context.Context, in *ListActionsRequest, opts ...grpc.CallOption) (*ListActionsResponse, error)
 	// CancelAction drops a queued action before it runs; the cancellation is
@@ -81,6 +84,26 @@ type OTAServiceClient interface {
 	// off with RESOURCE_EXHAUSTED. Viewers may call it.
 	// REST: GET /edgeota.io/v1/watch/upgrades (one JSON object per line)
 	WatchUpgrades(ctx context.Context, in *WatchUpgradesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchUpgradesResponse], error)
+	// Hold asks the cluster not to upgrade an app's pod, or every DaemonSet
+	// pod on this node, until a time or for a while (computed with the API
+	// server's clock, never the node's), for a reason: the agent writes the
+	// hold on each pod (annotation edgeota.io/hold, in a pods/status write).
+	// AdvancedRollingUpdate, and OTA upgrades past their deadline, pass a held
+	// pod by until the hold ends or reaches the DaemonSet's limit
+	// (edgeota.io/max-hold-seconds). Holding again replaces the hold. It is
+	// refused unless the pod runs on this node, belongs to a DaemonSet and is
+	// not being deleted; it needs no newer version offered. Upgraders may
+	// call it.
+	// REST: POST /edgeota.io/v1/namespaces/{namespace}/pods/{name}/hold and
+	// POST /edgeota.io/v1/hold (every app), with ?duration=2h or
+	// ?until=<RFC 3339>, and &reason=...
+	Hold(ctx context.Context, in *HoldRequest, opts ...grpc.CallOption) (*HoldResponse, error)
+	// ReleaseHold removes the owner's hold from an app's pod, or from every
+	// DaemonSet pod on this node, so that the cluster upgrades it in its turn.
+	// Upgraders may call it.
+	// REST: DELETE /edgeota.io/v1/namespaces/{namespace}/pods/{name}/hold and
+	// DELETE /edgeota.io/v1/hold (every app)
+	ReleaseHold(ctx context.Context, in *ReleaseHoldRequest, opts ...grpc.CallOption) (*ReleaseHoldResponse, error)
 }
 
 type oTAServiceClient struct {
@@ -170,6 +193,26 @@ func (c *oTAServiceClient) WatchUpgrades(ctx context.Context, in *WatchUpgradesR
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type OTAService_WatchUpgradesClient = grpc.ServerStreamingClient[WatchUpgradesResponse]
 
+func (c *oTAServiceClient) Hold(ctx context.Context, in *HoldRequest, opts ...grpc.CallOption) (*HoldResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HoldResponse)
+	err := c.cc.Invoke(ctx, OTAService_Hold_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oTAServiceClient) ReleaseHold(ctx context.Context, in *ReleaseHoldRequest, opts ...grpc.CallOption) (*ReleaseHoldResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseHoldResponse)
+	err := c.cc.Invoke(ctx, OTAService_ReleaseHold_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OTAServiceServer is the server API for OTAService service.
 // All implementations must embed UnimplementedOTAServiceServer
 // for forward compatibility.
@@ -192,9 +235,10 @@ type OTAServiceServer interface {
 	// image pre-pull for the target revision is under way or has failed.
 	// REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
 	Upgrade(context.Context, *UpgradeRequest) (*UpgradeResponse, error)
-	// ListActions lists the upgrades and image pre-pulls queued on this node
-	// while the API server was unreachable (see queue_if_offline), and the
-	// latest outcomes of queued actions. Viewers may call it.
+	// ListActions lists the upgrades, image pre-pulls, holds and releases
+	// queued on this node while the API server was unreachable (see
+	// queue_if_offline), and the latest outcomes of queued actions. Viewers
+	// may call it.
 	// REST: GET /edgeota.io/v1/actions
 	ListActions(context.Context, *ListActionsRequest) (*ListActionsResponse, error)
 	// CancelAction drops a queued action before it runs; the cancellation is
@@ -214,6 +258,26 @@ type OTAServiceServer interface {
 	// off with RESOURCE_EXHAUSTED. Viewers may call it.
 	// REST: GET /edgeota.io/v1/watch/upgrades (one JSON object per line)
 	WatchUpgrades(*WatchUpgradesRequest, grpc.ServerStreamingServer[WatchUpgradesResponse]) error
+	// Hold asks the cluster not to upgrade an app's pod, or every DaemonSet
+	// pod on this node, until a time or for a while (computed with the API
+	// server's clock, never the node's), for a reason: the agent writes the
+	// hold on each pod (annotation edgeota.io/hold, in a pods/status write).
+	// AdvancedRollingUpdate, and OTA upgrades past their deadline, pass a held
+	// pod by until the hold ends or reaches the DaemonSet's limit
+	// (edgeota.io/max-hold-seconds). Holding again replaces the hold. It is
+	// refused unless the pod runs on this node, belongs to a DaemonSet and is
+	// not being deleted; it needs no newer version offered. Upgraders may
+	// call it.
+	// REST: POST /edgeota.io/v1/namespaces/{namespace}/pods/{name}/hold and
+	// POST /edgeota.io/v1/hold (every app), with ?duration=2h or
+	// ?until=<RFC 3339>, and &reason=...
+	Hold(context.Context, *HoldRequest) (*HoldResponse, error)
+	// ReleaseHold removes the owner's hold from an app's pod, or from every
+	// DaemonSet pod on this node, so that the cluster upgrades it in its turn.
+	// Upgraders may call it.
+	// REST: DELETE /edgeota.io/v1/namespaces/{namespace}/pods/{name}/hold and
+	// DELETE /edgeota.io/v1/hold (every app)
+	ReleaseHold(context.Context, *ReleaseHoldRequest) (*ReleaseHoldResponse, error)
 	mustEmbedUnimplementedOTAServiceServer()
 }
 
@@ -244,6 +308,12 @@ func (UnimplementedOTAServiceServer) ListUpgrades(context.Context, *ListUpgrades
 }
 func (UnimplementedOTAServiceServer) WatchUpgrades(*WatchUpgradesRequest, grpc.ServerStreamingServer[WatchUpgradesResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchUpgrades not implemented")
+}
+func (UnimplementedOTAServiceServer) Hold(context.Context, *HoldRequest) (*HoldResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Hold not implemented")
+}
+func (UnimplementedOTAServiceServer) ReleaseHold(context.Context, *ReleaseHoldRequest) (*ReleaseHoldResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseHold not implemented")
 }
 func (UnimplementedOTAServiceServer) mustEmbedUnimplementedOTAServiceServer() {}
 func (UnimplementedOTAServiceServer) testEmbeddedByValue()                    {}
@@ -385,6 +455,42 @@ func _OTAService_WatchUpgrades_Handler(srv interface{}, stream grpc.ServerStream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type OTAService_WatchUpgradesServer = grpc.ServerStreamingServer[WatchUpgradesResponse]
 
+func _OTAService_Hold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HoldRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OTAServiceServer).Hold(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OTAService_Hold_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OTAServiceServer).Hold(ctx, req.(*HoldRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OTAService_ReleaseHold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseHoldRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OTAServiceServer).ReleaseHold(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OTAService_ReleaseHold_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OTAServiceServer).ReleaseHold(ctx, req.(*ReleaseHoldRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OTAService_ServiceDesc is the grpc.ServiceDesc for OTAService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -415,6 +521,14 @@ var OTAService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListUpgrades",
 			Handler:    _OTAService_ListUpgrades_Handler,
+		},
+		{
+			MethodName: "Hold",
+			Handler:    _OTAService_Hold_Handler,
+		},
+		{
+			MethodName: "ReleaseHold",
+			Handler:    _OTAService_ReleaseHold_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -322,8 +322,23 @@ type App struct {
 	// unreachable (see queue_if_offline and ListActions): a pre-pull, an
 	// upgrade, or both, in the order they will run.
 	QueuedActions []*QueuedAction `protobuf:"bytes,12,rep,name=queued_actions,json=queuedActions,proto3" json:"queued_actions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The owner's hold standing on the app's pod (see Hold); absent when there
+	// is none, or once it has ended by the API server's clock.
+	Hold *OwnerHold `protobuf:"bytes,13,opt,name=hold,proto3" json:"hold,omitempty"`
+	// When a hold on the app's pod stops being honoured: the target
+	// revision's creation plus the DaemonSet's edgeota.io/max-hold-seconds.
+	// The controller's word, carried on the pod (annotation edgeota.io/offer)
+	// beside a newer revision (OTA: every offer; AdvancedRollingUpdate: a held
+	// pod's); absent until it has said so.
+	HoldLimit *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=hold_limit,json=holdLimit,proto3" json:"hold_limit,omitempty"`
+	// OTA: when the controller carries out the offer of the target revision
+	// itself if the owner has not upgraded by then (the first offer of the
+	// revision to this pod plus the DaemonSet's
+	// edgeota.io/upgrade-deadline-seconds), within the budget, the node's
+	// window and any hold's limit. Absent: no deadline.
+	UpgradeDeadline *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=upgrade_deadline,json=upgradeDeadline,proto3" json:"upgrade_deadline,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *App) Reset() {
@@ -436,6 +451,27 @@ func (x *App) GetLastTransitionTime() *timestamppb.Timestamp {
 func (x *App) GetQueuedActions() []*QueuedAction {
 	if x != nil {
 		return x.QueuedActions
+	}
+	return nil
+}
+
+func (x *App) GetHold() *OwnerHold {
+	if x != nil {
+		return x.Hold
+	}
+	return nil
+}
+
+func (x *App) GetHoldLimit() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HoldLimit
+	}
+	return nil
+}
+
+func (x *App) GetUpgradeDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpgradeDeadline
 	}
 	return nil
 }
@@ -557,11 +593,11 @@ var File_edgeota_v1_upgrades_proto protoreflect.FileDescriptor
 const file_edgeota_v1_upgrades_proto_rawDesc = "" +
 	"\n" +
 	"\x19edgeota/v1/upgrades.proto\x12\n" +
-	"edgeota.v1\x1a\x18edgeota/v1/actions.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x15\n" +
+	"edgeota.v1\x1a\x18edgeota/v1/actions.proto\x1a\x16edgeota/v1/holds.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x15\n" +
 	"\x13ListUpgradesRequest\"t\n" +
 	"\x14ListUpgradesResponse\x12#\n" +
 	"\x04apps\x18\x01 \x03(\v2\x0f.edgeota.v1.AppR\x04apps\x127\n" +
-	"\tsynced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bsyncedAt\"\xaf\x05\n" +
+	"\tsynced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bsyncedAt\"\xdc\x06\n" +
 	"\x03App\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1d\n" +
 	"\n" +
@@ -576,7 +612,11 @@ const file_edgeota_v1_upgrades_proto_rawDesc = "" +
 	"\amessage\x18\n" +
 	" \x01(\tR\amessage\x12L\n" +
 	"\x14last_transition_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x12?\n" +
-	"\x0equeued_actions\x18\f \x03(\v2\x18.edgeota.v1.QueuedActionR\rqueuedActions\x1a@\n" +
+	"\x0equeued_actions\x18\f \x03(\v2\x18.edgeota.v1.QueuedActionR\rqueuedActions\x12)\n" +
+	"\x04hold\x18\r \x01(\v2\x15.edgeota.v1.OwnerHoldR\x04hold\x129\n" +
+	"\n" +
+	"hold_limit\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tholdLimit\x12E\n" +
+	"\x10upgrade_deadline\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\x0fupgradeDeadline\x1a@\n" +
 	"\x12CurrentImagesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +
@@ -635,6 +675,7 @@ var file_edgeota_v1_upgrades_proto_goTypes = []any{
 	nil,                           // 8: edgeota.v1.App.TargetImagesEntry
 	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
 	(*QueuedAction)(nil),          // 10: edgeota.v1.QueuedAction
+	(*OwnerHold)(nil),             // 11: edgeota.v1.OwnerHold
 }
 var file_edgeota_v1_upgrades_proto_depIdxs = []int32{
 	4,  // 0: edgeota.v1.ListUpgradesResponse.apps:type_name -> edgeota.v1.App
@@ -644,15 +685,18 @@ var file_edgeota_v1_upgrades_proto_depIdxs = []int32{
 	8,  // 4: edgeota.v1.App.target_images:type_name -> edgeota.v1.App.TargetImagesEntry
 	9,  // 5: edgeota.v1.App.last_transition_time:type_name -> google.protobuf.Timestamp
 	10, // 6: edgeota.v1.App.queued_actions:type_name -> edgeota.v1.QueuedAction
-	1,  // 7: edgeota.v1.WatchUpgradesResponse.type:type_name -> edgeota.v1.UpgradeEventType
-	4,  // 8: edgeota.v1.WatchUpgradesResponse.apps:type_name -> edgeota.v1.App
-	4,  // 9: edgeota.v1.WatchUpgradesResponse.app:type_name -> edgeota.v1.App
-	9,  // 10: edgeota.v1.WatchUpgradesResponse.synced_at:type_name -> google.protobuf.Timestamp
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	11, // 7: edgeota.v1.App.hold:type_name -> edgeota.v1.OwnerHold
+	9,  // 8: edgeota.v1.App.hold_limit:type_name -> google.protobuf.Timestamp
+	9,  // 9: edgeota.v1.App.upgrade_deadline:type_name -> google.protobuf.Timestamp
+	1,  // 10: edgeota.v1.WatchUpgradesResponse.type:type_name -> edgeota.v1.UpgradeEventType
+	4,  // 11: edgeota.v1.WatchUpgradesResponse.apps:type_name -> edgeota.v1.App
+	4,  // 12: edgeota.v1.WatchUpgradesResponse.app:type_name -> edgeota.v1.App
+	9,  // 13: edgeota.v1.WatchUpgradesResponse.synced_at:type_name -> google.protobuf.Timestamp
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_edgeota_v1_upgrades_proto_init() }
@@ -661,6 +705,7 @@ func file_edgeota_v1_upgrades_proto_init() {
 		return
 	}
 	file_edgeota_v1_actions_proto_init()
+	file_edgeota_v1_holds_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

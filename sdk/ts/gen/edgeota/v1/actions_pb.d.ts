@@ -2,9 +2,10 @@
 // @generated from file edgeota/v1/actions.proto (package edgeota.v1, syntax proto3)
 /* eslint-disable */
 
-// Queued actions: upgrades and image pre-pulls that the owner asked for while
-// the node could not reach the API server (queue_if_offline), kept on the
-// node's disk and carried out once the link is back.
+// Queued actions: upgrades, image pre-pulls, holds and their releases that the
+// owner asked for while the node could not reach the API server
+// (queue_if_offline), kept on the node's disk and carried out once the link
+// is back.
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
@@ -81,8 +82,10 @@ export declare type QueuedAction = Message<"edgeota.v1.QueuedAction"> & {
   name: string;
 
   /**
-   * "imagepull" or "upgrade". A queued pull runs before a queued upgrade of
-   * the same pod, and the upgrade waits for the pull to succeed.
+   * "imagepull", "upgrade", "hold" or "releasehold". A queued pull runs
+   * before a queued upgrade of the same pod, and the upgrade waits for the
+   * pull to succeed. A pod has at most one of "hold" and "releasehold"
+   * queued: the later request replaces the earlier.
    *
    * @generated from field: string action = 3;
    */
@@ -91,7 +94,8 @@ export declare type QueuedAction = Message<"edgeota.v1.QueuedAction"> & {
   /**
    * The hash of the ControllerRevision the owner agreed to (from the pod's
    * PodNeedUpgrade condition when queued). The action is refused if the pod
-   * waits for another revision when it runs.
+   * waits for another revision when it runs. Empty for holds and releases,
+   * which need no revision.
    *
    * @generated from field: string target_revision = 4;
    */
@@ -125,6 +129,21 @@ export declare type QueuedAction = Message<"edgeota.v1.QueuedAction"> & {
    * @generated from field: string pod_uid = 8;
    */
   podUid: string;
+
+  /**
+   * "hold": when the hold ends (fixed when asked, by the API server's clock
+   * as last seen). A hold that has ended before it could be written expires.
+   *
+   * @generated from field: google.protobuf.Timestamp hold_until = 9;
+   */
+  holdUntil?: Timestamp;
+
+  /**
+   * "hold": why, as the owner said it.
+   *
+   * @generated from field: string hold_reason = 10;
+   */
+  holdReason: string;
 };
 
 /**
@@ -195,7 +214,7 @@ export declare type CancelActionRequest = Message<"edgeota.v1.CancelActionReques
   name: string;
 
   /**
-   * "upgrade" or "imagepull".
+   * "upgrade", "imagepull", "hold" or "releasehold".
    *
    * @generated from field: string action = 3;
    */
@@ -242,8 +261,8 @@ export enum ActionResult {
   UNSPECIFIED = 0,
 
   /**
-   * The action ran: the pre-pull was requested, or the pod deleted for its
-   * upgrade.
+   * The action ran: the pre-pull was requested, the pod deleted for its
+   * upgrade, or the hold written or removed.
    *
    * @generated from enum value: ACTION_RESULT_DONE = 1;
    */
@@ -258,7 +277,8 @@ export enum ActionResult {
   REFUSED = 2,
 
   /**
-   * The action did not run before its expiry.
+   * The action did not run before its expiry: for a hold, the hold had
+   * ended by the time the API server answered, so it was not written.
    *
    * @generated from enum value: ACTION_RESULT_EXPIRED = 3;
    */

@@ -7,7 +7,7 @@
 //
 // The HTTP mapping lives beside this file in ota_http.yaml (grpc-gateway's
 // service configuration), and the OpenAPI options (the 202 Accepted of a
-// queued ImagePull or Upgrade) in ota_openapi.yaml. Paths and JSON bodies
+// queued ImagePull, Upgrade, Hold or ReleaseHold) in ota_openapi.yaml. Paths and JSON bodies
 // stay compatible with the OpenYurt and ACK Edge node agents, so existing
 // scripts keep working.
 
@@ -16,6 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { CancelActionRequestSchema, CancelActionResponseSchema, ListActionsRequestSchema, ListActionsResponseSchema } from "./actions_pb.js";
 import type { ListUpgradesRequestSchema, ListUpgradesResponseSchema, WatchUpgradesRequestSchema, WatchUpgradesResponseSchema } from "./upgrades_pb.js";
+import type { HoldRequestSchema, HoldResponseSchema, ReleaseHoldRequestSchema, ReleaseHoldResponseSchema } from "./holds_pb.js";
 
 /**
  * Describes the file edgeota/v1/ota.proto.
@@ -773,9 +774,10 @@ export declare const OTAService: GenService<{
     output: typeof UpgradeResponseSchema;
   },
   /**
-   * ListActions lists the upgrades and image pre-pulls queued on this node
-   * while the API server was unreachable (see queue_if_offline), and the
-   * latest outcomes of queued actions. Viewers may call it.
+   * ListActions lists the upgrades, image pre-pulls, holds and releases
+   * queued on this node while the API server was unreachable (see
+   * queue_if_offline), and the latest outcomes of queued actions. Viewers
+   * may call it.
    * REST: GET /edgeota.io/v1/actions
    *
    * @generated from rpc edgeota.v1.OTAService.ListActions
@@ -825,6 +827,42 @@ export declare const OTAService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchUpgradesRequestSchema;
     output: typeof WatchUpgradesResponseSchema;
+  },
+  /**
+   * Hold asks the cluster not to upgrade an app's pod, or every DaemonSet
+   * pod on this node, until a time or for a while (computed with the API
+   * server's clock, never the node's), for a reason: the agent writes the
+   * hold on each pod (annotation edgeota.io/hold, in a pods/status write).
+   * AdvancedRollingUpdate, and OTA upgrades past their deadline, pass a held
+   * pod by until the hold ends or reaches the DaemonSet's limit
+   * (edgeota.io/max-hold-seconds). Holding again replaces the hold. It is
+   * refused unless the pod runs on this node, belongs to a DaemonSet and is
+   * not being deleted; it needs no newer version offered. Upgraders may
+   * call it.
+   * REST: POST /edgeota.io/v1/namespaces/{namespace}/pods/{name}/hold and
+   * POST /edgeota.io/v1/hold (every app), with ?duration=2h or
+   * ?until=<RFC 3339>, and &reason=...
+   *
+   * @generated from rpc edgeota.v1.OTAService.Hold
+   */
+  hold: {
+    methodKind: "unary";
+    input: typeof HoldRequestSchema;
+    output: typeof HoldResponseSchema;
+  },
+  /**
+   * ReleaseHold removes the owner's hold from an app's pod, or from every
+   * DaemonSet pod on this node, so that the cluster upgrades it in its turn.
+   * Upgraders may call it.
+   * REST: DELETE /edgeota.io/v1/namespaces/{namespace}/pods/{name}/hold and
+   * DELETE /edgeota.io/v1/hold (every app)
+   *
+   * @generated from rpc edgeota.v1.OTAService.ReleaseHold
+   */
+  releaseHold: {
+    methodKind: "unary";
+    input: typeof ReleaseHoldRequestSchema;
+    output: typeof ReleaseHoldResponseSchema;
   },
 }>;
 

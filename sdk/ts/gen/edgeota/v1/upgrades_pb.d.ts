@@ -10,6 +10,7 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import type { Message } from "@bufbuild/protobuf";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { QueuedAction } from "./actions_pb.js";
+import type { OwnerHold } from "./holds_pb.js";
 
 /**
  * Describes the file edgeota/v1/upgrades.proto.
@@ -156,6 +157,36 @@ export declare type App = Message<"edgeota.v1.App"> & {
    * @generated from field: repeated edgeota.v1.QueuedAction queued_actions = 12;
    */
   queuedActions: QueuedAction[];
+
+  /**
+   * The owner's hold standing on the app's pod (see Hold); absent when there
+   * is none, or once it has ended by the API server's clock.
+   *
+   * @generated from field: edgeota.v1.OwnerHold hold = 13;
+   */
+  hold?: OwnerHold;
+
+  /**
+   * When a hold on the app's pod stops being honoured: the target
+   * revision's creation plus the DaemonSet's edgeota.io/max-hold-seconds.
+   * The controller's word, carried on the pod (annotation edgeota.io/offer)
+   * beside a newer revision (OTA: every offer; AdvancedRollingUpdate: a held
+   * pod's); absent until it has said so.
+   *
+   * @generated from field: google.protobuf.Timestamp hold_limit = 14;
+   */
+  holdLimit?: Timestamp;
+
+  /**
+   * OTA: when the controller carries out the offer of the target revision
+   * itself if the owner has not upgraded by then (the first offer of the
+   * revision to this pod plus the DaemonSet's
+   * edgeota.io/upgrade-deadline-seconds), within the budget, the node's
+   * window and any hold's limit. Absent: no deadline.
+   *
+   * @generated from field: google.protobuf.Timestamp upgrade_deadline = 15;
+   */
+  upgradeDeadline?: Timestamp;
 };
 
 /**
