@@ -37,19 +37,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/edgeota/edgeota/internal/exitcode"
 	"github.com/edgeota/edgeota/internal/version"
-)
-
-// Exit codes, documented in the package comment, the usage and the README;
-// otactl's where the meaning is the same.
-const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2
-	exitTimeout     = 3
-	exitUnreachable = 4
-	exitRefused     = 5
-	exitNotFound    = 6
 )
 
 // fieldManager names the plugin's writes in managedFields.
@@ -124,23 +113,23 @@ func run(ctx context.Context, args []string, env environment) int {
 	o, positional, err := parseFlags(args, env.stderr)
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
-		return exitOK
+		return exitcode.OK
 	case err != nil:
 		fmt.Fprintf(env.stderr, "error: %v\nSee 'kubectl edgeota --help'.\n", err)
-		return exitUsage
+		return exitcode.Usage
 	case o.version:
 		fmt.Fprint(env.stdout, version.Get().String("kubectl-edgeota"))
-		return exitOK
+		return exitcode.OK
 	}
 	verb, name, err := o.parseCommand(positional)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "error: %v\nSee 'kubectl edgeota --help'.\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	namespace, _, err := o.config.Namespace()
 	if err != nil {
 		fmt.Fprintf(env.stderr, "error: kubeconfig: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	client, err := env.connect(o.config)
 	if err != nil {
@@ -276,21 +265,21 @@ func exitCode(err error) int {
 	var netErr net.Error
 	switch {
 	case err == nil:
-		return exitOK
+		return exitcode.OK
 	case errors.As(err, &outcome):
 		return outcome.code
 	case errors.As(err, &usage):
-		return exitUsage
+		return exitcode.Usage
 	case apierrors.IsNotFound(err):
-		return exitNotFound
+		return exitcode.NotFound
 	case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
-		return exitRefused
+		return exitcode.Refused
 	case apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
 		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || errors.As(err, &netErr) ||
 		errors.Is(err, context.DeadlineExceeded): // --request-timeout
-		return exitUnreachable
+		return exitcode.Unreachable
 	}
-	return exitFailed
+	return exitcode.Failed
 }
 
 // describe says what went wrong, with a hint for what a user can fix.

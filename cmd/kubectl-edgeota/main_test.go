@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/internal/exitcode"
 	"github.com/edgeota/edgeota/window"
 )
 
@@ -189,7 +190,7 @@ func TestStatus(t *testing.T) {
 			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 1, Total: 6, Halted: true, Reason: "2 nodes failed (max-failed 2)",
 				Failed:   controller.FailedNodes{Count: 2, Nodes: []string{"edge-node-1", "edge-node-2"}, Reasons: map[string]string{"edge-node-1": "CrashLoopBackOff"}},
 				Strategy: controller.StrategyAdvancedRollingUpdate}),
-			code: exitFailed,
+			code: exitcode.Failed,
 			stdout: "daemonset \"web\" rollout halted: 2 nodes failed (max-failed 2)\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
 				"  updated    1 of 6 nodes\n" +
@@ -303,7 +304,7 @@ func TestStatusBeforeTheDaemonSetController(t *testing.T) {
 	ds.Generation = 3
 	stdout, stderr, code := plugin(t, newCluster(ds), "rollout", "status", "ds/web")
 	want := "Waiting for the DaemonSet controller to take up the spec of daemonset \"web\"\n"
-	if code != exitOK || stdout != want || stderr != "" {
+	if code != exitcode.OK || stdout != want || stderr != "" {
 		t.Errorf("got exit %d, %q, %q, want 0, %q", code, stdout, stderr, want)
 	}
 }
@@ -344,14 +345,14 @@ func TestStatusErrors(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"no such DaemonSet", fake.NewClientset(), exitNotFound, "error: daemonset \"web\" not found in namespace \"fleet\"\n"},
-		{"not opted in", newCluster(notOptedIn), exitFailed,
+		{"no such DaemonSet", fake.NewClientset(), exitcode.NotFound, "error: daemonset \"web\" not found in namespace \"fleet\"\n"},
+		{"not opted in", newCluster(notOptedIn), exitcode.Failed,
 			"error: daemonset \"web\" is not rolled out by edgeota: it has no annotation apps.openyurt.io/update-strategy (kubectl rollout status follows the native strategies)\n"},
-		{"unauthenticated", refuse("get", apierrors.NewUnauthorized("no token")), exitRefused,
+		{"unauthenticated", refuse("get", apierrors.NewUnauthorized("no token")), exitcode.Refused,
 			"error: unauthenticated: no token (check the kubeconfig's credentials)\n"},
-		{"forbidden to list revisions", refuse("list", apierrors.NewForbidden(appsv1.Resource("controllerrevisions"), "", nil)), exitRefused,
+		{"forbidden to list revisions", refuse("list", apierrors.NewForbidden(appsv1.Resource("controllerrevisions"), "", nil)), exitcode.Refused,
 			"error: forbidden: listing the controller revisions of daemonset \"web\": controllerrevisions.apps is forbidden: <nil>\n"},
-		{"unavailable", refuse("get", apierrors.NewServiceUnavailable("etcd is down")), exitUnreachable, "error: etcd is down\n"},
+		{"unavailable", refuse("get", apierrors.NewServiceUnavailable("etcd is down")), exitcode.Unreachable, "error: etcd is down\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, code := plugin(t, c.client, "rollout", "status", "ds/web")
@@ -361,7 +362,7 @@ func TestStatusErrors(t *testing.T) {
 		})
 	}
 	t.Run("the legacy annotation opts in", func(t *testing.T) {
-		if _, stderr, code := plugin(t, newCluster(legacy), "rollout", "status", "ds/web"); code != exitOK {
+		if _, stderr, code := plugin(t, newCluster(legacy), "rollout", "status", "ds/web"); code != exitcode.OK {
 			t.Errorf("got exit %d, %s, want 0", code, stderr)
 		}
 	})
@@ -437,7 +438,7 @@ func TestWatch(t *testing.T) {
 	t.Run("to completion", func(t *testing.T) {
 		stdout, stderr, code := follow(t, newDaemonSet(statusOf(t, inProgress)),
 			setStatus(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 3, Strategy: controller.StrategyOTA}))
-		if want := inProgressLines + completeLine; code != exitOK || stdout != want || stderr != "" {
+		if want := inProgressLines + completeLine; code != exitcode.OK || stdout != want || stderr != "" {
 			t.Errorf("got exit %d, stdout:\n%s\nstderr: %s\nwant exit 0, stdout:\n%s", code, stdout, stderr, want)
 		}
 	})
@@ -449,7 +450,7 @@ func TestWatch(t *testing.T) {
 			"  revision   2 (h2), OTA\n" +
 			"  updated    1 of 3 nodes\n" +
 			"  failed     1 node: n3\n"
-		if code != exitFailed || stdout != want || stderr != "error: daemonset \"web\" rollout halted: 1 node failed (max-failed 1)\n" {
+		if code != exitcode.Failed || stdout != want || stderr != "error: daemonset \"web\" rollout halted: 1 node failed (max-failed 1)\n" {
 			t.Errorf("got exit %d, stdout:\n%s\nstderr: %s\nwant exit 1, stdout:\n%s", code, stdout, stderr, want)
 		}
 	})
@@ -457,7 +458,7 @@ func TestWatch(t *testing.T) {
 		stdout, _, code := follow(t, newDaemonSet(statusOf(t, controller.RolloutStatus{Revision: 1, Hash: "h1", Updated: 3, Total: 3})),
 			setStatus(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 3}))
 		want := "Waiting for the controller to take up revision 2 (h2) of daemonset \"web\": its rollout status is about revision 1 (h1)\n" + completeLine
-		if code != exitOK || stdout != want {
+		if code != exitcode.OK || stdout != want {
 			t.Errorf("got exit %d, stdout:\n%s\nwant exit 0, stdout:\n%s", code, stdout, want)
 		}
 	})
@@ -467,21 +468,21 @@ func TestWatch(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		if want := "error: daemonset \"web\" not found in namespace \"fleet\"\n"; code != exitNotFound || stderr != want {
-			t.Errorf("got exit %d, stderr %q, want %d, %q", code, stderr, exitNotFound, want)
+		if want := "error: daemonset \"web\" not found in namespace \"fleet\"\n"; code != exitcode.NotFound || stderr != want {
+			t.Errorf("got exit %d, stderr %q, want %d, %q", code, stderr, exitcode.NotFound, want)
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
 		stdout, stderr, code := plugin(t, newCluster(newDaemonSet(statusOf(t, inProgress))), "rollout", "status", "ds/web", "-w", "--timeout", "300ms")
 		want := "error: timed out after 300ms; Waiting for daemonset \"web\" rollout to finish: 1 of 3 nodes updated\n"
-		if code != exitTimeout || stdout != inProgressLines || stderr != want {
+		if code != exitcode.Timeout || stdout != inProgressLines || stderr != want {
 			t.Errorf("got exit %d, stdout:\n%s\nstderr: %s\nwant exit 3, stderr %q", code, stdout, stderr, want)
 		}
 	})
 	t.Run("already complete: no watch", func(t *testing.T) {
 		client := newCluster(newDaemonSet(statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 3})))
 		var out, errOut syncBuffer
-		if code := run(t.Context(), []string{"rollout", "status", "ds/web", "--watch"}, testEnv(client, &out, &errOut)); code != exitOK || out.String() != completeLine {
+		if code := run(t.Context(), []string{"rollout", "status", "ds/web", "--watch"}, testEnv(client, &out, &errOut)); code != exitcode.OK || out.String() != completeLine {
 			t.Errorf("got exit %d, %q, want 0, %q", code, out.String(), completeLine)
 		}
 		for _, a := range client.Actions() {
@@ -512,7 +513,7 @@ func TestPauseResume(t *testing.T) {
 			before := newDaemonSet(c.paused)
 			client := newCluster(before.DeepCopy())
 			stdout, stderr, code := plugin(t, client, "rollout", c.verb, "daemonset", "web")
-			if code != exitOK || stdout != c.printed || stderr != "" {
+			if code != exitcode.OK || stdout != c.printed || stderr != "" {
 				t.Fatalf("got exit %d, %q, %q, want 0, %q", code, stdout, stderr, c.printed)
 			}
 			var writes []string
@@ -549,7 +550,7 @@ func TestPauseResume(t *testing.T) {
 		delete(ds.Annotations, controller.StrategyAnnotation)
 		client := newCluster(ds)
 		_, stderr, code := plugin(t, client, "rollout", "pause", "ds/web")
-		if code != exitFailed || !strings.Contains(stderr, "is not rolled out by edgeota") {
+		if code != exitcode.Failed || !strings.Contains(stderr, "is not rolled out by edgeota") {
 			t.Errorf("got exit %d, %q, want 1 saying it is not rolled out by edgeota", code, stderr)
 		}
 		for _, a := range client.Actions() {
@@ -560,8 +561,8 @@ func TestPauseResume(t *testing.T) {
 	})
 	t.Run("not found", func(t *testing.T) {
 		_, stderr, code := plugin(t, fake.NewClientset(), "rollout", "resume", "ds/web")
-		if want := "error: daemonset \"web\" not found in namespace \"fleet\"\n"; code != exitNotFound || stderr != want {
-			t.Errorf("got exit %d, %q, want %d, %q", code, stderr, exitNotFound, want)
+		if want := "error: daemonset \"web\" not found in namespace \"fleet\"\n"; code != exitcode.NotFound || stderr != want {
+			t.Errorf("got exit %d, %q, want %d, %q", code, stderr, exitcode.NotFound, want)
 		}
 	})
 	t.Run("forbidden", func(t *testing.T) {
@@ -569,8 +570,8 @@ func TestPauseResume(t *testing.T) {
 		client.PrependReactor("patch", "daemonsets", func(clienttesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(appsv1.Resource("daemonsets"), testName, nil)
 		})
-		if _, stderr, code := plugin(t, client, "rollout", "pause", "ds/web"); code != exitRefused || !strings.HasPrefix(stderr, "error: forbidden: ") {
-			t.Errorf("got exit %d, %q, want %d, forbidden", code, stderr, exitRefused)
+		if _, stderr, code := plugin(t, client, "rollout", "pause", "ds/web"); code != exitcode.Refused || !strings.HasPrefix(stderr, "error: forbidden: ") {
+			t.Errorf("got exit %d, %q, want %d, forbidden", code, stderr, exitcode.Refused)
 		}
 	})
 }
@@ -607,12 +608,12 @@ func TestUsage(t *testing.T) {
 		{[]string{"rollout", "status", "ds/web", "--bogus"}, "unknown flag: --bogus"},
 	} {
 		stdout, stderr, code := plugin(t, fake.NewClientset(), c.args...)
-		if want := "error: " + c.want + "\nSee 'kubectl edgeota --help'.\n"; code != exitUsage || stdout != "" || stderr != want {
+		if want := "error: " + c.want + "\nSee 'kubectl edgeota --help'.\n"; code != exitcode.Usage || stdout != "" || stderr != want {
 			t.Errorf("%q: got exit %d, %q, %q, want 2, %q", c.args, code, stdout, stderr, want)
 		}
 	}
 	for _, ref := range [][]string{{"ds/web"}, {"daemonset/web"}, {"daemonsets/web"}, {"DaemonSet/web"}, {"daemonsets.apps/web"}, {"daemonset", "web"}} {
-		if _, stderr, code := plugin(t, newCluster(newDaemonSet(nil)), append([]string{"rollout", "status"}, ref...)...); code != exitOK {
+		if _, stderr, code := plugin(t, newCluster(newDaemonSet(nil)), append([]string{"rollout", "status"}, ref...)...); code != exitcode.OK {
 			t.Errorf("%q: got exit %d, %s, want 0", ref, code, stderr)
 		}
 	}
@@ -652,8 +653,8 @@ func TestKubeconfig(t *testing.T) {
 		}
 		code := run(t.Context(), append([]string{"rollout", "status", "ds/web"}, c.args...), env)
 		want := "error: daemonset \"web\" not found in namespace \"" + c.usedNS + "\"\n"
-		if code != exitNotFound || server != c.server || errOut.String() != want {
-			t.Errorf("%q: got exit %d, server %s, %q, want %d, %s, %q", c.args, code, server, errOut.String(), exitNotFound, c.server, want)
+		if code != exitcode.NotFound || server != c.server || errOut.String() != want {
+			t.Errorf("%q: got exit %d, server %s, %q, want %d, %s, %q", c.args, code, server, errOut.String(), exitcode.NotFound, c.server, want)
 		}
 	}
 	t.Run("no kubeconfig", func(t *testing.T) {
@@ -662,7 +663,7 @@ func TestKubeconfig(t *testing.T) {
 		t.Setenv("KUBERNETES_SERVICE_HOST", "")
 		var out, errOut syncBuffer
 		code := run(t.Context(), []string{"rollout", "status", "ds/web"}, environment{stdout: &out, stderr: &errOut, connect: connect, now: time.Now, zone: time.UTC})
-		if code != exitUsage || !strings.HasPrefix(errOut.String(), "error: kubeconfig: invalid configuration: no configuration has been provided") {
+		if code != exitcode.Usage || !strings.HasPrefix(errOut.String(), "error: kubeconfig: invalid configuration: no configuration has been provided") {
 			t.Errorf("got exit %d, %q, want 2 saying there is no configuration", code, errOut.String())
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/internal/exitcode"
 	"github.com/edgeota/edgeota/window"
 )
 
@@ -93,7 +94,7 @@ func (c *cli) status(ctx context.Context, name string, watch bool, timeout time.
 		}
 	}
 	if v.stage == stageHalted {
-		return &outcomeError{code: exitFailed, message: v.headline}
+		return &outcomeError{code: exitcode.Failed, message: v.headline}
 	}
 	return nil
 }
@@ -148,7 +149,7 @@ func (c *cli) follow(ctx context.Context, name string, last view, timeout time.D
 	case err == nil:
 		return last, nil
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return last, &outcomeError{code: exitTimeout, message: fmt.Sprintf("timed out after %s; %s", timeout, last.headline)}
+		return last, &outcomeError{code: exitcode.Timeout, message: fmt.Sprintf("timed out after %s; %s", timeout, last.headline)}
 	case ctx.Err() != nil:
 		return last, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
@@ -207,7 +208,7 @@ func optedIn(ds *appsv1.DaemonSet) error {
 	if current || legacy {
 		return nil
 	}
-	return &outcomeError{code: exitFailed, message: fmt.Sprintf(
+	return &outcomeError{code: exitcode.Failed, message: fmt.Sprintf(
 		"daemonset %q is not rolled out by edgeota: it has no annotation %s (kubectl rollout status follows the native strategies)",
 		ds.Name, controller.StrategyAnnotation)}
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/internal/exitcode"
 )
 
 // cli runs one command against the agent.
@@ -331,11 +332,11 @@ func (c *cli) act(ctx context.Context, verb, namespace, daemonSet string) error 
 			p.show(nil)
 		case err := <-errs:
 			if ctx.Err() != nil {
-				return &outcome{exitTimeout, fmt.Sprintf("timed out after %s waiting for %s/%s: last %s", c.opts.timeout, namespace, daemonSet, phaseName(w.last.GetPhase()))}
+				return &outcome{exitcode.Timeout, fmt.Sprintf("timed out after %s waiting for %s/%s: last %s", c.opts.timeout, namespace, daemonSet, phaseName(w.last.GetPhase()))}
 			}
 			return err
 		case <-ctx.Done():
-			return &outcome{exitTimeout, fmt.Sprintf("timed out after %s waiting for %s/%s: last %s", c.opts.timeout, namespace, daemonSet, phaseName(w.last.GetPhase()))}
+			return &outcome{exitcode.Timeout, fmt.Sprintf("timed out after %s waiting for %s/%s: last %s", c.opts.timeout, namespace, daemonSet, phaseName(w.last.GetPhase()))}
 		case m := <-events:
 			a := m.GetApp()
 			if m.GetType() != edgeotav1.UpgradeEventType_UPGRADE_EVENT_TYPE_UPSERT || a.GetNamespace() != namespace || a.GetDaemonSet() != daemonSet {
@@ -407,7 +408,7 @@ func failure(what string, a *edgeotav1.App) error {
 	if a.GetMessage() != "" {
 		msg += ": " + a.GetMessage()
 	}
-	return &outcome{exitFailed, msg}
+	return &outcome{exitcode.Failed, msg}
 }
 
 // progress shows where a followed app stands: redrawn in place on a

@@ -32,19 +32,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/edgeota/edgeota/internal/exitcode"
 	"github.com/edgeota/edgeota/internal/holdtime"
 	"github.com/edgeota/edgeota/internal/version"
-)
-
-// Exit codes, documented in the package comment and the README.
-const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2
-	exitTimeout     = 3
-	exitUnreachable = 4
-	exitRefused     = 5
-	exitUnknownApp  = 6
 )
 
 // defaultServer is the agent's default address: loopback, its default port.
@@ -144,24 +134,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags(&o, stderr)
 	positional, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return exitcode.OK
 	}
 	if err != nil {
-		return exitUsage
+		return exitcode.Usage
 	}
 	if o.version {
 		fmt.Fprint(stdout, version.Get().String(fs.Name()))
-		return exitOK
+		return exitcode.OK
 	}
 	if err := o.validate(positional); err != nil {
 		fmt.Fprintf(stderr, "otactl: %v\n", err)
 		fs.Usage()
-		return exitUsage
+		return exitcode.Usage
 	}
 	client, closeConn, err := o.dial()
 	if err != nil {
 		fmt.Fprintf(stderr, "otactl: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	defer closeConn()
 	c := &cli{client: client, out: stdout, opts: o, terminal: isTerminal(stdout), zone: time.Local}
@@ -290,26 +280,26 @@ func exitCode(err error) int {
 	var usage usageError
 	switch {
 	case err == nil:
-		return exitOK
+		return exitcode.OK
 	case errors.As(err, &out):
 		return out.code
 	case errors.As(err, &usage):
-		return exitUsage
+		return exitcode.Usage
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitTimeout
+		return exitcode.Timeout
 	}
 	switch status.Code(err) {
 	case codes.NotFound:
-		return exitUnknownApp
+		return exitcode.NotFound
 	case codes.Unavailable:
-		return exitUnreachable
+		return exitcode.Unreachable
 	case codes.DeadlineExceeded:
-		return exitTimeout
+		return exitcode.Timeout
 	case codes.Unauthenticated, codes.PermissionDenied, codes.FailedPrecondition, codes.InvalidArgument, codes.Aborted,
 		codes.ResourceExhausted:
-		return exitRefused
+		return exitcode.Refused
 	}
-	return exitFailed
+	return exitcode.Failed
 }
 
 // describe says what went wrong in the agent's own words, with a hint for

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/internal/exitcode"
 )
 
 func TestParseArgsTakesFlagsAnywhere(t *testing.T) {
@@ -90,7 +91,7 @@ func TestParseApp(t *testing.T) {
 		t.Errorf("got %q %q %v, want kube-system agent", ns, ds, err)
 	}
 	for _, bad := range []string{"demo", "/demo", "ns/", "a/b/c"} {
-		if _, _, err := parseApp(bad); exitCode(err) != exitUsage {
+		if _, _, err := parseApp(bad); exitCode(err) != exitcode.Usage {
 			t.Errorf("%q: got %v (exit %d), want a usage error", bad, err, exitCode(err))
 		}
 	}
@@ -101,17 +102,17 @@ func TestExitCodes(t *testing.T) {
 		err  error
 		want int
 	}{
-		{nil, exitOK},
-		{&outcome{exitFailed, "CrashLoopBackOff"}, exitFailed},
-		{&outcome{exitTimeout, "timed out"}, exitTimeout},
-		{status.Error(codes.NotFound, "no app"), exitUnknownApp},
-		{status.Error(codes.Unavailable, "connection refused"), exitUnreachable},
-		{status.Error(codes.Unauthenticated, "token"), exitRefused},
-		{status.Error(codes.PermissionDenied, "group"), exitRefused},
-		{status.Error(codes.FailedPrecondition, "Pod is not-updatable"), exitRefused},
-		{status.Error(codes.DeadlineExceeded, "slow"), exitTimeout},
-		{context.DeadlineExceeded, exitTimeout},
-		{errors.New("other"), exitFailed},
+		{nil, exitcode.OK},
+		{&outcome{exitcode.Failed, "CrashLoopBackOff"}, exitcode.Failed},
+		{&outcome{exitcode.Timeout, "timed out"}, exitcode.Timeout},
+		{status.Error(codes.NotFound, "no app"), exitcode.NotFound},
+		{status.Error(codes.Unavailable, "connection refused"), exitcode.Unreachable},
+		{status.Error(codes.Unauthenticated, "token"), exitcode.Refused},
+		{status.Error(codes.PermissionDenied, "group"), exitcode.Refused},
+		{status.Error(codes.FailedPrecondition, "Pod is not-updatable"), exitcode.Refused},
+		{status.Error(codes.DeadlineExceeded, "slow"), exitcode.Timeout},
+		{context.DeadlineExceeded, exitcode.Timeout},
+		{errors.New("other"), exitcode.Failed},
 	} {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("%v: got exit %d, want %d", tc.err, got, tc.want)
@@ -121,7 +122,7 @@ func TestExitCodes(t *testing.T) {
 
 func TestUsageErrorsExitTwo(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := run(t.Context(), []string{"upgrade"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "takes 1 argument") {
+	if code := run(t.Context(), []string{"upgrade"}, io.Discard, &stderr); code != exitcode.Usage || !strings.Contains(stderr.String(), "takes 1 argument") {
 		t.Errorf("got exit %d %q, want 2 and the reason", code, stderr.String())
 	}
 }
@@ -129,7 +130,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 // TestUnreachableAgent runs the whole command against a port nothing serves.
 func TestVersion(t *testing.T) {
 	var stdout bytes.Buffer
-	if code := run(t.Context(), []string{"--version"}, &stdout, io.Discard); code != exitOK || !strings.HasPrefix(stdout.String(), "otactl ") {
+	if code := run(t.Context(), []string{"--version"}, &stdout, io.Discard); code != exitcode.OK || !strings.HasPrefix(stdout.String(), "otactl ") {
 		t.Errorf("got exit %d %q, want 0 and the version", code, stdout.String())
 	}
 }
@@ -137,8 +138,8 @@ func TestVersion(t *testing.T) {
 func TestUnreachableAgent(t *testing.T) {
 	var stderr bytes.Buffer
 	code := run(t.Context(), []string{"list", "--server", "127.0.0.1:1"}, io.Discard, &stderr)
-	if code != exitUnreachable || !strings.Contains(stderr.String(), "agent unreachable") {
-		t.Errorf("got exit %d %q, want %d naming the unreachable agent", code, stderr.String(), exitUnreachable)
+	if code != exitcode.Unreachable || !strings.Contains(stderr.String(), "agent unreachable") {
+		t.Errorf("got exit %d %q, want %d naming the unreachable agent", code, stderr.String(), exitcode.Unreachable)
 	}
 }
 
@@ -165,14 +166,14 @@ func TestWaiter(t *testing.T) {
 		wantDone bool
 		wantCode int
 	}{
-		{"upgraded", "upgrade", []*edgeotav1.App{app("old", available, ""), app("old", upgrading, ""), app("new", upgrading, ""), app("new", upgraded, "")}, true, exitOK},
+		{"upgraded", "upgrade", []*edgeotav1.App{app("old", available, ""), app("old", upgrading, ""), app("new", upgrading, ""), app("new", upgraded, "")}, true, exitcode.OK},
 		{"old pod's failure does not count", "upgrade", []*edgeotav1.App{app("old", failed, "CrashLoopBackOff")}, false, 0},
-		{"new pod crash-loops", "upgrade", []*edgeotav1.App{app("old", available, ""), app("new", failed, "CrashLoopBackOff")}, true, exitFailed},
+		{"new pod crash-loops", "upgrade", []*edgeotav1.App{app("old", available, ""), app("new", failed, "CrashLoopBackOff")}, true, exitcode.Failed},
 		{"still upgrading", "upgrade", []*edgeotav1.App{app("old", upgrading, ""), app("new", upgrading, "ContainerCreating")}, false, 0},
-		{"pulled", "pull", []*edgeotav1.App{app("p", available, ""), app("p", requested, ""), app("p", pulled, "")}, true, exitOK},
-		{"pulled already", "pull", []*edgeotav1.App{app("p", pulled, "")}, true, exitOK},
+		{"pulled", "pull", []*edgeotav1.App{app("p", available, ""), app("p", requested, ""), app("p", pulled, "")}, true, exitcode.OK},
+		{"pulled already", "pull", []*edgeotav1.App{app("p", pulled, "")}, true, exitcode.OK},
 		{"an earlier failed pull does not count", "pull", []*edgeotav1.App{app("p", pullFail, "PullImageFail")}, false, 0},
-		{"pull fails", "pull", []*edgeotav1.App{app("p", pullFail, "PullImageFail"), app("p", requested, ""), app("p", pullFail, "PullImageFail")}, true, exitFailed},
+		{"pull fails", "pull", []*edgeotav1.App{app("p", pullFail, "PullImageFail"), app("p", requested, ""), app("p", pullFail, "PullImageFail")}, true, exitcode.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWaiter(tc.verb, tc.steps[0], false)
@@ -186,7 +187,7 @@ func TestWaiter(t *testing.T) {
 			if done != tc.wantDone || done && exitCode(err) != tc.wantCode {
 				t.Errorf("got done=%v err=%v (exit %d), want done=%v exit %d", done, err, exitCode(err), tc.wantDone, tc.wantCode)
 			}
-			if done && tc.wantCode == exitFailed && !strings.Contains(err.Error(), tc.steps[len(tc.steps)-1].GetReason()) {
+			if done && tc.wantCode == exitcode.Failed && !strings.Contains(err.Error(), tc.steps[len(tc.steps)-1].GetReason()) {
 				t.Errorf("got %q, want the reason named", err)
 			}
 		})
@@ -338,13 +339,13 @@ func TestHoldAndRelease(t *testing.T) {
 		return code, stdout.String(), stderr.String()
 	}
 	// The README's spelling: every app of the node.
-	if code, out, errOut := otactl("hold", "--for", "2h", "--reason", "driving"); code != exitOK || out != "Held it\n" {
+	if code, out, errOut := otactl("hold", "--for", "2h", "--reason", "driving"); code != exitcode.OK || out != "Held it\n" {
 		t.Errorf("hold --for 2h --reason driving: got exit %d %q %q, want 0 and the agent's message", code, out, errOut)
 	}
 	if req := <-f.holds; req.GetNamespace() != "" || req.GetName() != "" || req.GetDuration() != "2h" || req.GetReason() != "driving" || req.GetUntil() != nil {
 		t.Errorf("got %v, want every app held for 2h, driving", req)
 	}
-	if code, out, _ := otactl("hold", "default/demo", "--until", "2026-11-25T19:00:00+01:00", "--queue-if-offline", "-o", "json"); code != exitOK ||
+	if code, out, _ := otactl("hold", "default/demo", "--until", "2026-11-25T19:00:00+01:00", "--queue-if-offline", "-o", "json"); code != exitcode.OK ||
 		!strings.Contains(out, `"message":"Held it"`) || !strings.Contains(out, `"pods":["default/demo-x"]`) {
 		t.Errorf("hold of an app: got exit %d %q, want 0 and the answer in JSON", code, out)
 	}
@@ -352,16 +353,16 @@ func TestHoldAndRelease(t *testing.T) {
 		!req.GetUntil().AsTime().Equal(time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)) || req.GetDuration() != "" {
 		t.Errorf("got %v, want the app's pod demo-x held until 18:00 UTC, queued if offline", req)
 	}
-	if code, out, _ := otactl("release", "--all", "--queue-if-offline"); code != exitOK || out != "Released it\n" {
+	if code, out, _ := otactl("release", "--all", "--queue-if-offline"); code != exitcode.OK || out != "Released it\n" {
 		t.Errorf("release --all: got exit %d %q, want 0", code, out)
 	}
 	if req := <-f.releases; req.GetNamespace() != "" || req.GetName() != "" || !req.GetQueueIfOffline() {
 		t.Errorf("got %v, want every app released, queued if offline", req)
 	}
-	if code, _, errOut := otactl("release", "default/nope"); code != exitUnknownApp || !strings.Contains(errOut, "no app default/nope") {
+	if code, _, errOut := otactl("release", "default/nope"); code != exitcode.NotFound || !strings.Contains(errOut, "no app default/nope") {
 		t.Errorf("release of an unknown app: got exit %d %q, want 6", code, errOut)
 	}
-	if code, _, errOut := otactl("hold", "--for", "2 hours"); code != exitUsage || !strings.Contains(errOut, "--for") {
+	if code, _, errOut := otactl("hold", "--for", "2 hours"); code != exitcode.Usage || !strings.Contains(errOut, "--for") {
 		t.Errorf("hold --for '2 hours': got exit %d %q, want 2", code, errOut)
 	}
 
@@ -369,11 +370,11 @@ func TestHoldAndRelease(t *testing.T) {
 		err  error
 		want int
 	}{
-		{status.Error(codes.InvalidArgument, "until 2020-01-01T00:00:00Z has passed"), exitRefused},
-		{status.Error(codes.FailedPrecondition, "Pod cannot be held: pod default/demo-x is being deleted"), exitRefused},
-		{status.Error(codes.PermissionDenied, "needs group edgeota:upgraders"), exitRefused},
-		{status.Error(codes.Unavailable, "the API server is unreachable"), exitUnreachable},
-		{status.Error(codes.NotFound, "no app on this node"), exitUnknownApp},
+		{status.Error(codes.InvalidArgument, "until 2020-01-01T00:00:00Z has passed"), exitcode.Refused},
+		{status.Error(codes.FailedPrecondition, "Pod cannot be held: pod default/demo-x is being deleted"), exitcode.Refused},
+		{status.Error(codes.PermissionDenied, "needs group edgeota:upgraders"), exitcode.Refused},
+		{status.Error(codes.Unavailable, "the API server is unreachable"), exitcode.Unreachable},
+		{status.Error(codes.NotFound, "no app on this node"), exitcode.NotFound},
 	} {
 		refusing := startFakeAgent(t, tc.err)
 		var stderr bytes.Buffer
