@@ -12,15 +12,21 @@ import (
 	"github.com/edgeota/edgeota/bench/measure"
 )
 
-// resultsFile is the one place the report of a run on n nodes is kept,
-// relative to the checkout: latest.md for the default N, which the READMEs
-// link to, latest-<n>nodes.md for another, so that a run at another scale
-// never replaces the default report.
-func resultsFile(n int) string {
-	if n == defaultNodes {
-		return "bench/results/latest.md"
+// resultsFile is the one place the report of a run with the parameters is
+// kept, relative to the checkout: latest.md for the default N, which the
+// READMEs link to, latest-<n>nodes.md for another, so that a run at another
+// scale never replaces the default report; a run with the at-rest
+// scenario's timed variant (BENCH_ATREST_TIMED) adds -timed, so that it
+// never replaces the plain one.
+func resultsFile(p params) string {
+	name := "bench/results/latest"
+	if p.nodes != defaultNodes {
+		name += fmt.Sprintf("-%dnodes", p.nodes)
 	}
-	return fmt.Sprintf("bench/results/latest-%dnodes.md", n)
+	if p.atRestTimed {
+		name += "-timed"
+	}
+	return name + ".md"
 }
 
 // runStarted is when the run began, for progress lines.
@@ -77,11 +83,11 @@ func run(ctx context.Context) (err error) {
 		time.Since(runStarted).Round(time.Second), measure.LoadAverage())
 	fmt.Print(footer)
 	report.WriteString(footer)
-	path := filepath.Join(s.root, resultsFile(p.nodes))
+	path := filepath.Join(s.root, resultsFile(p))
 	if err := os.WriteFile(path, []byte(report.String()), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	progress("wrote %s", resultsFile(p.nodes))
+	progress("wrote %s", resultsFile(p))
 	return nil
 }
 

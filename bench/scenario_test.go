@@ -156,3 +156,19 @@ func TestLoadParamsHeartbeatAndAtRest(t *testing.T) {
 		t.Errorf("BENCH_HEARTBEAT=500ms: got nil, want an error")
 	}
 }
+
+func TestResultsFile(t *testing.T) {
+	for _, tc := range []struct {
+		p    params
+		want string
+	}{
+		{params{nodes: defaultNodes}, "bench/results/latest.md"},
+		{params{nodes: 1000}, "bench/results/latest-1000nodes.md"},
+		{params{nodes: defaultNodes, atRestTimed: true}, "bench/results/latest-timed.md"},
+		{params{nodes: 2000, atRestTimed: true}, "bench/results/latest-2000nodes-timed.md"},
+	} {
+		if got := resultsFile(tc.p); got != tc.want {
+			t.Errorf("%+v: got %s, want %s", tc.p, got, tc.want)
+		}
+	}
+}
