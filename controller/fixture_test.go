@@ -314,6 +314,10 @@ func newDaemonSet(opts ...dsOption) *appsv1.DaemonSet {
 // was created: an hour before the tests ran.
 var revisionCreated = time.Now().Add(-time.Hour).Truncate(time.Second)
 
+// offeredAt is when offeredFor's offers were first made: an hour before the
+// tests ran, as revisionCreated.
+var offeredAt = revisionCreated
+
 // revisions are the DaemonSet's old and current ControllerRevisions.
 func revisions() []runtime.Object {
 	rev := func(hash string, n int64) *appsv1.ControllerRevision {
@@ -437,7 +441,7 @@ func needUpgrade(status corev1.ConditionStatus, hash string) corev1.PodCondition
 func offeredFor(hash string) podOption {
 	return func(pod *corev1.Pod) {
 		pod.Status.Conditions = append(pod.Status.Conditions, needUpgrade(corev1.ConditionTrue, hash))
-		at := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+		at := metav1.NewTime(offeredAt)
 		limit := metav1.NewTime(revisionCreated.Add(DefaultMaxHold))
 		value, err := podchannel.Encode(&podchannel.Offer{Revision: hash, Images: podchannel.ImagesOf(&newDaemonSet().Spec.Template.Spec),
 			OfferedAt: &at, HoldLimit: &limit})

@@ -200,7 +200,7 @@ func TestOfferedAtKeptWhenWithdrawnAndResetByANewRevision(t *testing.T) {
 
 	offers := f.offerPatches()
 	withdrawn := offers["pod-1"]
-	wantAt := time.Now().Add(-time.Hour).Truncate(time.Second)
+	wantAt := offeredAt
 	if len(withdrawn) != 1 || withdrawn[0].OfferedAt == nil || withdrawn[0].OfferedAt.Sub(wantAt).Abs() > time.Second {
 		t.Errorf("withdrawn: got offers %+v, want one keeping offeredAt %s", withdrawn, wantAt)
 	}
@@ -226,5 +226,20 @@ func TestOfferedAtResetByANewRevision(t *testing.T) {
 	got := f.offerPatches()["old"]
 	if len(got) != 1 || got[0].Revision != newHash || got[0].OfferedAt == nil || time.Since(got[0].OfferedAt.Time) > 2*time.Second {
 		t.Errorf("got offers %+v, want one of %s offered now", got, newHash)
+	}
+}
+
+// TestStaleGenerationDoesNotHideTheUpgrade: the cache can show the new
+// ControllerRevision before the DaemonSet whose template changed; a pod of
+// the old revision, whose template generation the stale DaemonSet still
+// names, is out of date all the same, and is offered the target at once.
+func TestStaleGenerationDoesNotHideTheUpgrade(t *testing.T) {
+	stale := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(templateGenerationAnnot, "1"))
+	old := newPod("old", "ready", oldHash, func(p *corev1.Pod) { p.Labels[podTemplateGenerationLabel] = "1" })
+	f := newFixture(t, append(append([]runtime.Object{stale}, revisions()...), newNode("ready", corev1.ConditionTrue), old)...)
+	f.sync()
+	got := f.conditionPatches()["old"]
+	if len(got) != 1 || got[0]["status"] != string(corev1.ConditionTrue) || got[0]["message"] != podcondition.RevisionMessage(newHash) {
+		t.Errorf("got %v, want one offer of %s", got, newHash)
 	}
 }

@@ -61,12 +61,15 @@ func NewestRevision(dsUID types.UID, revisions []*appsv1.ControllerRevision) *ap
 	return current
 }
 
-// upToDate reports whether the pod runs the target revision, by its hash label
-// or, for pods created before hashes, by the template generation, as the
-// native controller decides it.
+// upToDate reports whether the pod runs the target revision: by its hash
+// label, or, for a pod without one (created before hashes), by the template
+// generation, as the native controller decides it. A pod with a hash is
+// judged by it alone: the target comes from the ControllerRevisions, which
+// the cache may show before the DaemonSet whose template changed, and that
+// DaemonSet's stale generation would call every old pod up to date.
 func upToDate(ds *appsv1.DaemonSet, target string, pod *corev1.Pod) bool {
-	if target != "" && pod.Labels[revisionHashLabel] == target {
-		return true
+	if hash, ok := pod.Labels[revisionHashLabel]; ok && hash != "" {
+		return target != "" && hash == target
 	}
 	generation, ok := ds.Annotations[templateGenerationAnnot]
 	return ok && pod.Labels[podTemplateGenerationLabel] == generation

@@ -268,7 +268,6 @@ func TestOTADeadlineCarriesOutTheOffer(t *testing.T) {
 	for _, p := range []string{"pod-0", "pod-1", "pod-2"} {
 		objs = replacePod(objs, newPod(p, "node-"+p[4:], oldHash, offeredFor(newHash))) // offered an hour ago
 	}
-	offeredAt := time.Now().Add(-time.Hour).Truncate(time.Second)
 	deadline := offeredAt.Add(2 * time.Hour)
 	f := newFixture(t, objs...)
 	f.clockAt(deadline.Add(-time.Second))
@@ -330,5 +329,36 @@ func TestOTAOfferCarriesTheDeadlineAndTheHoldLimit(t *testing.T) {
 	}
 	if o.HoldLimit == nil || !o.HoldLimit.Time.Equal(revisionCreated.Add(time.Hour)) {
 		t.Errorf("got hold limit %v, want %s", o.HoldLimit, revisionCreated.Add(time.Hour))
+	}
+}
+
+// TestOTADeadlineUnchangedByAPause: an offer standing through a pause keeps
+// the time it was first offered, and so its deadline; the pause only holds
+// the controller's own upgrade back until it ends, when the deadline that
+// passed meanwhile is carried out.
+func TestOTADeadlineUnchangedByAPause(t *testing.T) {
+	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(UpgradeDeadlineAnnotation, "7200"),
+		withAnnotation(PausedAnnotation, "true"))
+	objs := replacePod(cluster(ds, readyNodes(2)), newPod("pod-0", "node-0", oldHash, offeredFor(newHash))) // offered an hour ago
+	f := newFixture(t, objs...)
+	deadline := offeredAt.Add(2 * time.Hour)
+	f.clockAt(deadline.Add(time.Minute))
+	f.sync()
+	if got := f.deletedPods(); len(got) != 0 {
+		t.Fatalf("got pods deleted %v while paused, want none", got)
+	}
+	// The offer stands; written again only to carry the deadline, from the
+	// time it was first offered.
+	for _, o := range f.offerPatches()["pod-0"] {
+		if o.OfferedAt == nil || !o.OfferedAt.Time.Equal(offeredAt) || o.UpgradeDeadline == nil || !o.UpgradeDeadline.Time.Equal(deadline) {
+			t.Errorf("got pod-0's offer rewritten %+v while paused, want it offered at %s with the deadline %s", o, offeredAt, deadline)
+		}
+	}
+	resumed := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(UpgradeDeadlineAnnotation, "7200"))
+	resumed.ResourceVersion = "2"
+	f.update(resumed)
+	f.sync()
+	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0"}) {
+		t.Errorf("got pods deleted %v once resumed past the deadline, want [pod-0]", got)
 	}
 }
