@@ -159,12 +159,23 @@ func (i *Informers) factories() []informers.SharedInformerFactory {
 	return []informers.SharedInformerFactory{i.Cluster, i.DaemonPods, i.PrePull, i.Records}
 }
 
+// Option configures a Controller beyond what NewController requires.
+type Option func(*Controller)
+
+// WithLeaseClient has the controller read node Leases (proof of life)
+// through client: give it one of its own, with its own rate limiter, so
+// that these reads never wait behind a rollout's deletions, nor these behind
+// them. Without it the controller's client serves.
+func WithLeaseClient(client kubernetes.Interface) Option {
+	return func(c *Controller) { c.leases.client = client }
+}
+
 // NewController wires the controller to its informers (see Informers),
 // adding the indexes it looks pods and Jobs up by; start the informers after
 // calling it. Events go to recorder (component Component) and figures to
 // metrics.
 func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *Informers,
-	recorder record.EventRecorder, metrics *Metrics) (*Controller, error) {
+	recorder record.EventRecorder, metrics *Metrics, opts ...Option) (*Controller, error) {
 	dsInformer := inf.Cluster.Apps().V1().DaemonSets()
 	revisionInformer := inf.Cluster.Apps().V1().ControllerRevisions()
 	nodeInformer := inf.Cluster.Core().V1().Nodes()
@@ -199,6 +210,9 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	}
 	c.leases = newLeaseReader(kubeClient, c.heartbeat, c.logger)
 	c.heartbeats = newHeartbeats(c.leases)
+	for _, opt := range opts {
+		opt(c)
+	}
 	metrics.watchQueue(c.queue)
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode,
 		byControllerNode: indexByControllerNode}); err != nil {

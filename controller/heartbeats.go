@@ -79,21 +79,26 @@ func ProvesAlive(sent, settled time.Time) bool {
 
 // set replaces the nodes the DaemonSet key waits on, each with the time after
 // which a heartbeat settles it, and has the Leases of exactly the nodes some
-// DaemonSet waits on read.
+// DaemonSet waits on read: a node no DaemonSet waits on any more stops being
+// read, a node waited on for the first time starts; the others go on as
+// they were.
 func (h *heartbeats) set(key string, nodes map[string]time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if maps.EqualFunc(h.byKey[key], nodes, time.Time.Equal) {
+	old := h.byKey[key]
+	if maps.EqualFunc(old, nodes, time.Time.Equal) {
 		return // as most syncs find it: nothing to re-index
 	}
-	for node := range h.byKey[key] {
-		if keys := h.byNode[node]; keys != nil {
-			delete(keys, key)
-			if len(keys) == 0 {
-				delete(h.byNode, node)
-				if h.reader != nil {
-					h.reader.stop(node)
-				}
+	for node := range old {
+		if _, still := nodes[node]; still {
+			continue
+		}
+		keys := h.byNode[node]
+		delete(keys, key)
+		if len(keys) == 0 {
+			delete(h.byNode, node)
+			if h.reader != nil {
+				h.reader.stop(node)
 			}
 		}
 	}
@@ -113,15 +118,20 @@ func (h *heartbeats) set(key string, nodes map[string]time.Time) {
 	}
 }
 
-// Lease polling. A kubelet renews its Lease every quarter of the Lease's
-// duration (10 s of 40 s), a few percent late at most. The reader reads a
-// waited-on node's Lease at once, then every leasePoll until it has seen a
-// renewal; from then on it knows the phase and reads around each expected
-// renewal only. A read is served from the API server's watch cache
+// Lease reads. A kubelet renews its Lease every quarter of the Lease's
+// duration (10 s of 40 s), up to 4% late. The reader reads a waited-on
+// node's Lease at once, then once just after the renewal that should follow
+// (its renewTime plus that period), so that a node in flight costs about one
+// read per renewal, not a read a second. A renewTime is the node's clock, and
+// a vehicle's clock may be off: the reader learns the offset between the
+// node's clock and its own from each renewal it sees, and until then, or
+// when a renewal comes late, reads every leaseNearPoll for a second, then
+// every leasePoll. A read is served from the API server's watch cache
 // (resourceVersion "0"): cheap, and fresh to within milliseconds.
 const (
 	leasePoll       = time.Second
 	leaseNearPoll   = 250 * time.Millisecond
+	leaseSlack      = 100 * time.Millisecond
 	noLeaseRecheck  = 40 * time.Second
 	leaseReadBudget = 5 * time.Second
 )
@@ -136,11 +146,14 @@ type leaseReader struct {
 	mu      sync.Mutex
 	ctx     context.Context // nil until run
 	stopped map[string]context.CancelFunc
-	wg      sync.WaitGroup
+	// clocks keep what each node's reads learnt of its clock, for the next
+	// time it is waited on.
+	clocks map[string]leaseClock
+	wg     sync.WaitGroup
 }
 
 func newLeaseReader(client kubernetes.Interface, onRenew func(string, time.Time), logger klog.Logger) *leaseReader {
-	return &leaseReader{client: client, onRenew: onRenew, logger: logger, stopped: map[string]context.CancelFunc{}}
+	return &leaseReader{client: client, onRenew: onRenew, logger: logger, stopped: map[string]context.CancelFunc{}, clocks: map[string]leaseClock{}}
 }
 
 // run lets reads start, until ctx ends; it returns once every read stopped.
@@ -189,9 +202,15 @@ func (r *leaseReader) stop(node string) {
 
 // follow reads the node's Lease until ctx ends.
 func (r *leaseReader) follow(ctx context.Context, node string) {
-	var last time.Time               // the renewTime last seen
-	var lastRead time.Time           // local time of the last read
-	var spanStart, spanEnd time.Time // local times between which the last renewal came
+	r.mu.Lock()
+	clock := r.clocks[node]
+	r.mu.Unlock()
+	clock.unchanged, clock.lastRead = 0, time.Time{} // a read now starts afresh; the offset stands
+	defer func() {
+		r.mu.Lock()
+		r.clocks[node] = clock
+		r.mu.Unlock()
+	}()
 	wait := time.Duration(0)
 	backoff := leasePoll
 	for {
@@ -232,27 +251,71 @@ func (r *leaseReader) follow(ctx context.Context, node string) {
 		if lease.Spec.RenewTime != nil {
 			renewed = lease.Spec.RenewTime.Time
 		}
-		if !renewed.Equal(last) {
-			if !last.IsZero() {
-				spanStart, spanEnd = lastRead, now // it came between the two reads
-			}
-			last = renewed
+		if clock.read(now, renewed) {
 			r.onRenew(node, renewed)
 		}
-		lastRead = now
-		wait = leasePoll
-		if !spanStart.IsZero() {
-			// The phase is known: the next renewal is due between these two
-			// times (a kubelet renews a few percent late at most). Sleep
-			// until the span, read closely within it; past it, the renewal
-			// is late: read every leasePoll until it comes.
-			from, to := spanStart.Add(interval), spanEnd.Add(interval+interval/10)
-			switch {
-			case now.Before(from):
-				wait = from.Sub(now)
-			case now.Before(to):
-				wait = leaseNearPoll
+		wait = clock.nextRead(now, interval)
+	}
+}
+
+// leaseClock times the reads of one node's Lease: it remembers the last
+// renewal seen, and brackets the offset between the local clock and the
+// node's (local minus node) from the renewals seen: each came after the read
+// before it and by the read that saw it.
+type leaseClock struct {
+	last      time.Time // the renewTime last seen, node's clock
+	lastRead  time.Time // the local time of the last read
+	known     bool      // lo and hi bound the offset
+	lo, hi    time.Duration
+	unchanged int // reads in a row since the last renewal seen
+}
+
+// read takes a read at local time now that saw renewTime renewed, and
+// reports whether it is a renewal not seen before.
+func (c *leaseClock) read(now, renewed time.Time) bool {
+	changed := !renewed.Equal(c.last)
+	if changed && !c.last.IsZero() && !c.lastRead.IsZero() {
+		lo, hi := c.lastRead.Sub(renewed), now.Sub(renewed)
+		if !c.known {
+			c.lo, c.hi, c.known = lo, hi, true
+		} else {
+			c.lo, c.hi = max(c.lo, lo), min(c.hi, hi)
+			if c.lo > c.hi { // the node's clock jumped: start again
+				c.lo, c.hi = lo, hi
 			}
 		}
+	}
+	if changed {
+		c.last, c.unchanged = renewed, 0
+	} else {
+		c.unchanged++
+	}
+	c.lastRead = now
+	return changed
+}
+
+// nextRead is how long to wait for the next read: until just after the next
+// renewal should be visible (its renewTime, the node's clock, plus a period
+// a kubelet may stretch by 4%, plus the offset: none assumed before it is
+// bracketed, its upper bound once that is tight, the middle while it is
+// wide), never more than a period and a half; closely, for a second, when
+// that time has passed without it; then every leasePoll.
+func (c *leaseClock) nextRead(now time.Time, interval time.Duration) time.Duration {
+	var offset time.Duration
+	switch {
+	case !c.known:
+	case c.hi-c.lo <= 2*leaseNearPoll:
+		offset = c.hi
+	default:
+		offset = c.lo + (c.hi-c.lo)/2
+	}
+	due := c.last.Add(interval + interval/25 + leaseSlack + offset)
+	switch {
+	case now.Before(due):
+		return min(due.Sub(now), interval+interval/2)
+	case c.unchanged <= int(time.Second/leaseNearPoll):
+		return leaseNearPoll
+	default:
+		return leasePoll
 	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -158,5 +159,50 @@ func TestHeartbeatProvesOnlyAfterTheSettledSecond(t *testing.T) {
 		if got := ProvesAlive(tc.sent, settled); got != tc.want {
 			t.Errorf("a heartbeat at %s for a pod settled at %s: got proves=%v, want %v", tc.sent.Format("15:04:05.000"), settled.Format("15:04:05"), got, tc.want)
 		}
+	}
+}
+
+// TestLeaseClockReadsOncePerRenewal: the reads of a node's Lease follow its
+// renewals, one read just after each once the node's clock offset is known,
+// whatever that offset; a late renewal is read closely, then every second.
+func TestLeaseClockReadsOncePerRenewal(t *testing.T) {
+	const interval = 10 * time.Second
+	base := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for _, skew := range []time.Duration{0, 3 * time.Second, -5 * time.Second, 90 * time.Second} {
+		t.Run(fmt.Sprintf("node clock %s off", skew), func(t *testing.T) {
+			var c leaseClock
+			// The node renews every 10.2 s by the local clock; its renewTime
+			// reads skew off.
+			renewals := func(now time.Time) time.Time { // the latest renewal at local time now, node clock
+				n := int(now.Sub(base) / (10200 * time.Millisecond))
+				return base.Add(time.Duration(n) * 10200 * time.Millisecond).Add(-skew)
+			}
+			now := base.Add(3 * time.Second)
+			reads, seen := 0, 0
+			var lateness []time.Duration // a renewal's local time → the read that saw it
+			for now.Before(base.Add(5 * time.Minute)) {
+				reads++
+				r := renewals(now)
+				if c.read(now, r) {
+					seen++
+					if seen > 1 {
+						lateness = append(lateness, now.Sub(r.Add(skew)))
+					}
+				}
+				now = now.Add(c.nextRead(now, interval))
+			}
+			if want := int(5*time.Minute/(10200*time.Millisecond)) + 1; seen < want-1 {
+				t.Errorf("saw %d renewals, want about %d: a read for each", seen, want)
+			}
+			// After learning the offset: about one read per renewal.
+			if reads > seen*3/2 {
+				t.Errorf("%d reads for %d renewals, want about one per renewal once the offset is known", reads, seen)
+			}
+			for i, l := range lateness[2:] {
+				if l > time.Second {
+					t.Errorf("renewal %d seen %s after it came, want within a second once the offset is known", i+3, l)
+				}
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -53,6 +54,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
+	// Proof-of-life reads of node Leases get a client, and a rate limiter,
+	// of their own: they never wait behind a wave's deletions.
+	leaseClient, err := kubernetes.NewForConfig(rest.CopyConfig(config))
+	if err != nil {
+		return fmt.Errorf("creating the API client for node Leases: %w", err)
+	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(0)
@@ -72,7 +79,7 @@ func run(ctx context.Context, o options) error {
 
 	work := func(ctx context.Context) error {
 		inf := controller.NewInformers(client, o.recordNS)
-		c, err := controller.NewController(ctx, client, inf, recorder, metrics)
+		c, err := controller.NewController(ctx, client, inf, recorder, metrics, controller.WithLeaseClient(leaseClient))
 		if err != nil {
 			return err
 		}
