@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"maps"
 	"sync"
 	"time"
 
@@ -81,18 +80,17 @@ func ProvesAlive(sent, settled time.Time) bool {
 // which a heartbeat settles it, and has the Leases of exactly the nodes some
 // DaemonSet waits on read: a node no DaemonSet waits on any more stops being
 // read, a node waited on for the first time starts; the others go on as
-// they were.
+// they were. It changes its own index in place: a sync calls it every time,
+// with up to a wave's worth of nodes.
 func (h *heartbeats) set(key string, nodes map[string]time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	old := h.byKey[key]
-	if maps.EqualFunc(old, nodes, time.Time.Equal) {
-		return // as most syncs find it: nothing to re-index
-	}
-	for node := range old {
+	mine := h.byKey[key]
+	for node := range mine {
 		if _, still := nodes[node]; still {
 			continue
 		}
+		delete(mine, node)
 		keys := h.byNode[node]
 		delete(keys, key)
 		if len(keys) == 0 {
@@ -102,12 +100,15 @@ func (h *heartbeats) set(key string, nodes map[string]time.Time) {
 			}
 		}
 	}
-	if len(nodes) == 0 {
-		delete(h.byKey, key)
-		return
-	}
-	h.byKey[key] = maps.Clone(nodes)
 	for node, after := range nodes {
+		if cur, ok := mine[node]; ok && cur.Equal(after) {
+			continue
+		}
+		if mine == nil {
+			mine = make(map[string]time.Time, len(nodes))
+			h.byKey[key] = mine
+		}
+		mine[node] = after
 		if h.byNode[node] == nil {
 			h.byNode[node] = map[string]time.Time{}
 			if h.reader != nil {
@@ -115,6 +116,9 @@ func (h *heartbeats) set(key string, nodes map[string]time.Time) {
 			}
 		}
 		h.byNode[node][key] = after
+	}
+	if len(mine) == 0 {
+		delete(h.byKey, key)
 	}
 }
 
@@ -134,6 +138,9 @@ const (
 	leaseSlack      = 100 * time.Millisecond
 	noLeaseRecheck  = 40 * time.Second
 	leaseReadBudget = 5 * time.Second
+	// leaseReadsAtOnce bounds the reads under way: a fresh controller may
+	// wait on every node whose pod settled in the last minutes.
+	leaseReadsAtOnce = 32
 )
 
 // leaseReader reads the Leases of the nodes some DaemonSet waits on, one
@@ -149,11 +156,14 @@ type leaseReader struct {
 	// clocks keep what each node's reads learnt of its clock, for the next
 	// time it is waited on.
 	clocks map[string]leaseClock
-	wg     sync.WaitGroup
+	// reading holds a place for each read under way (leaseReadsAtOnce).
+	reading chan struct{}
+	wg      sync.WaitGroup
 }
 
 func newLeaseReader(client kubernetes.Interface, onRenew func(string, time.Time), logger klog.Logger) *leaseReader {
-	return &leaseReader{client: client, onRenew: onRenew, logger: logger, stopped: map[string]context.CancelFunc{}, clocks: map[string]leaseClock{}}
+	return &leaseReader{client: client, onRenew: onRenew, logger: logger, stopped: map[string]context.CancelFunc{}, clocks: map[string]leaseClock{},
+		reading: make(chan struct{}, leaseReadsAtOnce)}
 }
 
 // run lets reads start, until ctx ends; it returns once every read stopped.
@@ -225,9 +235,15 @@ func (r *leaseReader) follow(ctx context.Context, node string) {
 		} else if ctx.Err() != nil {
 			return
 		}
+		select {
+		case r.reading <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		rctx, cancel := context.WithTimeout(ctx, leaseReadBudget)
 		lease, err := r.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(rctx, node, metav1.GetOptions{ResourceVersion: "0"})
 		cancel()
+		<-r.reading
 		now := time.Now()
 		switch {
 		case apierrors.IsNotFound(err):
