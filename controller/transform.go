@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/podcondition"
 )
 
 // Transform trims objects before the informers store them, keeping only the
@@ -25,7 +28,7 @@ func Transform(obj any) (any, error) {
 	case *corev1.Node:
 		trimNode(o)
 	case *appsv1.DaemonSet:
-		o.Annotations = keepAnnotations(o.Annotations, daemonSetAnnotations...)
+		o.Annotations = keepKeys(o.Annotations, daemonSetAnnotations...)
 		trimTemplateSpec(&o.Spec.Template.Spec)
 	case *appsv1.ControllerRevision:
 		o.Data = runtime.RawExtension{}
@@ -41,12 +44,31 @@ var daemonSetAnnotations = []string{StrategyAnnotation, LegacyStrategyAnnotation
 	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation, PartitionAnnotation,
 	RolloutStatusAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation}
 
-// trimPod keeps identity, labels, owners, node, phase, conditions and
-// container states with the end of their last run: what tells a daemon pod's
-// revision, availability and health (health.Judge) and a pre-pull pod's
-// outcome; and edgeota's channel annotations (package podchannel).
+// podLabels and podConditions are the pod labels and condition types the
+// controller reads: a pod's revision; its readiness, health and scheduling;
+// the OTA conditions. The rest, however many a template carries, is not
+// kept: at tens of thousands of pods each one costs memory.
+var (
+	podLabels     = []string{revisionHashLabel, podTemplateGenerationLabel}
+	podConditions = []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled,
+		podcondition.NeedUpgrade, podcondition.ImageReady}
+)
+
+// trimPod keeps identity, the labels and conditions the controller reads,
+// owners, node, phase and container states with the end of their last run:
+// what tells a daemon pod's revision, availability and health (health.Judge)
+// and a pre-pull pod's outcome; and edgeota's channel annotations (package
+// podchannel).
 func trimPod(pod *corev1.Pod) {
-	pod.Annotations = keepAnnotations(pod.Annotations, podchannel.OfferAnnotation, podchannel.HoldAnnotation)
+	pod.Annotations = keepKeys(pod.Annotations, podchannel.OfferAnnotation, podchannel.HoldAnnotation)
+	pod.Labels = keepKeys(pod.Labels, podLabels...)
+	conditions := pod.Status.Conditions[:0]
+	for _, c := range pod.Status.Conditions {
+		if slices.Contains(podConditions, c.Type) {
+			conditions = append(conditions, c)
+		}
+	}
+	pod.Status.Conditions = conditions
 	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName}
 	if spec.NodeName == "" {
 		spec.Affinity = pod.Spec.Affinity // names the node of an unbound DaemonSet pod (nodeOfPod)
@@ -74,7 +96,7 @@ func trimContainerStatuses(statuses []corev1.ContainerStatus) []corev1.Container
 // selector), the annotations the controller reads, the taints (why a
 // template creates no pod there) and the Ready condition with its heartbeat.
 func trimNode(node *corev1.Node) {
-	node.Annotations = keepAnnotations(node.Annotations, nodeAnnotations...)
+	node.Annotations = keepKeys(node.Annotations, nodeAnnotations...)
 	var ready []corev1.NodeCondition
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -119,10 +141,12 @@ func trimContainers(containers []corev1.Container) []corev1.Container {
 	return containers
 }
 
-func keepAnnotations(annotations map[string]string, keys ...string) map[string]string {
+// keepKeys returns the entries of m (annotations, labels) under keys, nil
+// when none is there.
+func keepKeys(m map[string]string, keys ...string) map[string]string {
 	var kept map[string]string
 	for _, k := range keys {
-		if v, ok := annotations[k]; ok {
+		if v, ok := m[k]; ok {
 			if kept == nil {
 				kept = make(map[string]string, len(keys))
 			}

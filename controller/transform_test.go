@@ -8,10 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/podcondition"
 )
 
 func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
-	pod := newPod("p", "node-0", oldHash, withCondition(needUpgrade(corev1.ConditionTrue, newHash)))
+	pod := newPod("p", "node-0", oldHash, withCondition(needUpgrade(corev1.ConditionTrue, newHash)),
+		withCondition(corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}))
+	pod.Labels["app"], pod.Labels[podTemplateGenerationLabel] = "web", "2"
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 	pod.Annotations = map[string]string{"big": "x"}
 	pod.Spec.Containers = []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A"}}}}
@@ -24,8 +27,12 @@ func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
 		t.Errorf("got %+v, want managedFields, annotations, containers and image IDs dropped", p)
 	}
 	if p.Spec.NodeName != "node-0" || len(p.Status.Conditions) != 3 || p.Labels[revisionHashLabel] != oldHash ||
-		controllerOf(p) == nil || p.Status.ContainerStatuses[0].State.Running == nil || p.Status.Phase != corev1.PodRunning {
-		t.Errorf("got %+v, want node, phase, conditions, labels, owner and container states kept", p)
+		p.Labels[podTemplateGenerationLabel] != "2" || controllerOf(p) == nil || p.Status.ContainerStatuses[0].State.Running == nil ||
+		p.Status.Phase != corev1.PodRunning {
+		t.Errorf("got %+v, want node, phase, the conditions and labels read, owner and container states kept", p)
+	}
+	if _, ok := p.Labels["app"]; ok || podcondition.Get(&p.Status, corev1.PodInitialized) != nil {
+		t.Errorf("got labels %v and conditions %+v, want only those the controller reads", p.Labels, p.Status.Conditions)
 	}
 	if term := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; term == nil || !term.FinishedAt.Equal(&finished) || term.Message != "" {
 		t.Errorf("got last termination %+v, want only its end kept (health.Judge reads restarts by it)", term)
