@@ -179,7 +179,7 @@ func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target rev
 		if task := c.conditionTask(pod, want, offer); task != nil {
 			tasks = append(tasks, task)
 		}
-		if task := c.prePullTask(ds, target.hash, pod); task != nil {
+		if task := c.prePullTask(ds, target, pod); task != nil {
 			tasks = append(tasks, task)
 		}
 	}
@@ -210,13 +210,18 @@ func (c *Controller) notOfferedWhy(cfg *settings, pod *corev1.Pod) string {
 }
 
 // offerFor is the channel entry (podchannel.Offer) that goes with the
-// PodNeedUpgrade condition of an out-of-date pod: the target's images and
+// PodNeedUpgrade condition of an out-of-date pod: the target revision's
+// images (its own, not the DaemonSet's template, which the cache may show
+// a change ahead of its revision) and
 // progress deadline, since when the revision has been offered to the pod
 // (kept from the pod's current offer of the same revision, so that a pause
 // or a restart does not move it; now when offering it first), the upgrade
 // deadline that follows, and the limit of holds.
 func offerFor(ds *appsv1.DaemonSet, target revision, cfg *settings, pod *corev1.Pod, offering bool, now time.Time) *podchannel.Offer {
-	o := &podchannel.Offer{Revision: target.hash, Images: podchannel.ImagesOf(&ds.Spec.Template.Spec)}
+	o := &podchannel.Offer{Revision: target.hash, Images: target.images}
+	if o.Images == nil {
+		o.Images = podchannel.ImagesOf(&ds.Spec.Template.Spec) // a revision whose data names no container
+	}
 	if v, ok := ds.Annotations[ProgressDeadlineAnnotation]; ok {
 		if d, err := health.ParseProgressDeadline(v); err == nil {
 			o.ProgressDeadlineSeconds = int64(d / time.Second)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
@@ -242,4 +243,44 @@ func TestStaleGenerationDoesNotHideTheUpgrade(t *testing.T) {
 	if len(got) != 1 || got[0]["status"] != string(corev1.ConditionTrue) || got[0]["message"] != podcondition.RevisionMessage(newHash) {
 		t.Errorf("got %v, want one offer of %s", got, newHash)
 	}
+}
+
+// TestDaemonSetAheadOfItsRevisionRewritesNoOffer: the cache can show a
+// DaemonSet's new template before the ControllerRevision the native
+// controller makes of it. Until then the target is the revision before, and
+// an offer of it names that revision's own images, so a pod already offered
+// it is not written; the new revision then writes each pod once.
+func TestDaemonSetAheadOfItsRevisionRewritesNoOffer(t *testing.T) {
+	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"))
+	revs := revisions()
+	revs[0].(*appsv1.ControllerRevision).Data = templateData(t, ds.Spec.Template) // newHash's template
+	ds.Spec.Template.Spec.Containers[0].Image = "nginx:1.19.5"
+	objs := append(append([]runtime.Object{ds}, revs...), newNode("ready", corev1.ConditionTrue), newPod("old", "ready", oldHash, offeredFor(newHash)))
+	f := newFixture(t, objs...)
+	f.sync()
+	if w := f.writes(); len(w) != 0 {
+		t.Fatalf("before the new revision: got writes %v, want none", w)
+	}
+
+	next := revs[0].(*appsv1.ControllerRevision).DeepCopy()
+	next.Name, next.UID, next.Revision, next.Labels = testDSName+"-next0", "rev-next0", 3, map[string]string{revisionHashLabel: "next0"}
+	next.Data = templateData(t, ds.Spec.Template)
+	f.update(next)
+	f.sync()
+	offers := f.offerPatches()["old"]
+	want := map[string]string{"init": "busybox:1.36", "nginx": "nginx:1.19.5"}
+	if len(offers) != 1 || offers[0].Revision != "next0" || !maps.Equal(offers[0].Images, want) {
+		t.Errorf("after the new revision: got offers %+v, want one of next0 with images %v", offers, want)
+	}
+}
+
+// templateData is a ControllerRevision's data as the native DaemonSet
+// controller writes it: a patch replacing the pod template.
+func templateData(t *testing.T, template corev1.PodTemplateSpec) runtime.RawExtension {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"$patch": "replace", "spec": template.Spec}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.RawExtension{Raw: raw}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
 
@@ -22,11 +24,18 @@ import (
 // the target (so the agent's upgrade gate only sees pulls for the current
 // one), abandons Jobs no request needs any more, creates the Job a request
 // needs, and writes its result once the Job's pod shows it.
-func (c *Controller) prePullTask(ds *appsv1.DaemonSet, target string, pod *corev1.Pod) func(context.Context) error {
+func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev revision, pod *corev1.Pod) func(context.Context) error {
+	target := rev.hash
 	cond := podcondition.Get(&pod.Status, podcondition.ImageReady)
 	jobs := c.prePullJobsOf(pod)
 	if cond == nil && len(jobs) == 0 {
 		return nil // the common case, kept cheap
+	}
+	if rev.images != nil && !maps.Equal(rev.images, podchannel.ImagesOf(&ds.Spec.Template.Spec)) {
+		// The Job would pull the DaemonSet's template, which the cache
+		// shows out of step with the target revision: the event of the one
+		// that lags syncs again.
+		return nil
 	}
 	if c.written.pending(pod, podcondition.ImageReady) {
 		return nil // the cache does not show our last write yet

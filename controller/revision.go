@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -27,6 +29,15 @@ type revision struct {
 	// created is the ControllerRevision's creation: a time no node owner
 	// can reset, from which holds are limited.
 	created time.Time
+	// images maps each container of the revision's template to its image
+	// (revisionImages); nil when the revision's data names none.
+	images map[string]string
+}
+
+// same reports whether r and o are one ControllerRevision: the same hash
+// under the same number, made at the same time.
+func (r revision) same(o revision) bool {
+	return r.hash == o.hash && r.number == o.number && r.created.Equal(o.created)
 }
 
 // targetRevision returns the DaemonSet's current ControllerRevision (see
@@ -41,7 +52,73 @@ func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (revision, error) {
 	if current == nil {
 		return revision{}, nil
 	}
-	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision, created: current.CreationTimestamp.Time}, nil
+	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision, created: current.CreationTimestamp.Time,
+		images: revisionImages(current)}, nil
+}
+
+// revisionData is what the controller reads of a ControllerRevision's data
+// (the native controller's patch of the DaemonSet: its whole pod template),
+// and all the cache keeps of it (Transform): the containers' names and
+// images.
+type revisionData struct {
+	Spec struct {
+		Template struct {
+			Spec struct {
+				InitContainers []revisionContainer `json:"initContainers,omitempty"`
+				Containers     []revisionContainer `json:"containers,omitempty"`
+			} `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
+}
+
+// revisionContainer is one container of a revisionData.
+type revisionContainer struct {
+	Name  string `json:"name"`
+	Image string `json:"image"`
+}
+
+// decodeRevisionData reads a ControllerRevision's data; false when it holds
+// no template the controller can read.
+func decodeRevisionData(data runtime.RawExtension) (revisionData, bool) {
+	var d revisionData
+	if len(data.Raw) == 0 || json.Unmarshal(data.Raw, &d) != nil {
+		return d, false
+	}
+	return d, len(d.Spec.Template.Spec.InitContainers)+len(d.Spec.Template.Spec.Containers) > 0
+}
+
+// trimRevisionData keeps only the containers' names and images of a
+// ControllerRevision's data.
+func trimRevisionData(data runtime.RawExtension) runtime.RawExtension {
+	d, ok := decodeRevisionData(data)
+	if !ok {
+		return runtime.RawExtension{}
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return runtime.RawExtension{}
+	}
+	return runtime.RawExtension{Raw: raw}
+}
+
+// revisionImages maps each container of the revision's template, init
+// containers included, to its image: what an offer of the revision names
+// (podchannel.ImagesOf's form), taken from the revision itself, since the
+// cache may show the DaemonSet's next template before its revision. Nil
+// when the data names no container.
+func revisionImages(r *appsv1.ControllerRevision) map[string]string {
+	d, ok := decodeRevisionData(r.Data)
+	if !ok {
+		return nil
+	}
+	spec := d.Spec.Template.Spec
+	images := make(map[string]string, len(spec.InitContainers)+len(spec.Containers))
+	for _, cs := range [][]revisionContainer{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			images[c.Name] = c.Image
+		}
+	}
+	return images
 }
 
 // NewestRevision returns, among revisions, the one the DaemonSet with the

@@ -114,7 +114,7 @@ func (c *Controller) assess(ctx context.Context, ds *appsv1.DaemonSet, key strin
 	now := c.now()
 
 	t.mu.Lock()
-	if t.record == nil || t.record.dsUID != ds.UID || t.record.rev != target {
+	if t.record == nil || t.record.dsUID != ds.UID || !t.record.rev.same(target) {
 		// First sync, a new leader, or a new target: the record of the
 		// target as the cluster holds it; records of other revisions go.
 		if t.uid != "" && t.uid != ds.UID {

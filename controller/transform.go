@@ -7,7 +7,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
@@ -31,7 +30,7 @@ func Transform(obj any) (any, error) {
 		o.Annotations = keepKeys(o.Annotations, daemonSetAnnotations...)
 		trimTemplateSpec(&o.Spec.Template.Spec)
 	case *appsv1.ControllerRevision:
-		o.Data = runtime.RawExtension{}
+		o.Data = trimRevisionData(o.Data)
 	case *batchv1.Job:
 		o.Annotations = nil
 		trimPodSpec(&o.Spec.Template.Spec)

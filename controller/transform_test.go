@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"maps"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/podcondition"
@@ -62,5 +65,35 @@ func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
 	again, _ := Transform(p)
 	if again.(*corev1.Pod).Spec.NodeName != "node-0" {
 		t.Error("got a second transform losing fields, want it idempotent")
+	}
+}
+
+// TestTransformKeepsARevisionsImages: of a ControllerRevision's data (the
+// whole pod template) the cache keeps the containers' names and images,
+// which offers name, and nothing else; trimming twice changes nothing.
+func TestTransformKeepsARevisionsImages(t *testing.T) {
+	ds := newDaemonSet()
+	ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SECRET", Value: "x"}}
+	r := &appsv1.ControllerRevision{Data: templateData(t, ds.Spec.Template)}
+	if _, err := Transform(r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"init": "busybox:1.36", "nginx": "nginx:1.19.4"}
+	if got := revisionImages(r); !maps.Equal(got, want) {
+		t.Errorf("got images %v, want %v", got, want)
+	}
+	if strings.Contains(string(r.Data.Raw), "SECRET") || strings.Contains(string(r.Data.Raw), "regcred") {
+		t.Errorf("got data %s, want only names and images", r.Data.Raw)
+	}
+	once := string(r.Data.Raw)
+	if _, err := Transform(r); err != nil || string(r.Data.Raw) != once {
+		t.Errorf("trimmed again: got %s, %v; want %s", r.Data.Raw, err, once)
+	}
+
+	for _, raw := range []string{"", "not json", `{"spec":{}}`} {
+		r := &appsv1.ControllerRevision{Data: runtime.RawExtension{Raw: []byte(raw)}}
+		if _, err := Transform(r); err != nil || len(r.Data.Raw) != 0 || revisionImages(r) != nil {
+			t.Errorf("data %q: got %s, %v, images %v; want no data and no images", raw, r.Data.Raw, err, revisionImages(r))
+		}
 	}
 }
