@@ -34,6 +34,14 @@ const (
 	pollInterval  = 500 * time.Millisecond
 )
 
+// rolloutTimeout bounds the wait for a rollout over nodes: settleTimeout
+// per 500 nodes begun. A rollout's time grows with the fleet (ten waves,
+// each through the API server): at 2,000 nodes on node Leases both
+// controllers' rollouts took 3–5 minutes on 2 cores.
+func rolloutTimeout(nodes int) time.Duration {
+	return settleTimeout * time.Duration(max(1, (nodes+499)/500))
+}
+
 // image is the i-th image tag the benchmark rolls to; KWOK never pulls it.
 func image(i int) string {
 	return fmt.Sprintf("registry.bench.local/app:v%d", i)
