@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/podchannel"
 )
 
 // Labels and annotations the native DaemonSet controller writes; edgeota reads
@@ -58,37 +60,30 @@ func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (revision, error) {
 
 // revisionData is what the controller reads of a ControllerRevision's data
 // (the native controller's patch of the DaemonSet: its whole pod template),
-// and all the cache keeps of it (Transform): the containers' names and
-// images.
+// and all the cache keeps of it (Transform): the containers as a pre-pull
+// Job copies them (trimContainers), whose images an offer names.
 type revisionData struct {
 	Spec struct {
 		Template struct {
-			Spec struct {
-				InitContainers []revisionContainer `json:"initContainers,omitempty"`
-				Containers     []revisionContainer `json:"containers,omitempty"`
-			} `json:"spec"`
+			Spec corev1.PodSpec `json:"spec"`
 		} `json:"template"`
 	} `json:"spec"`
 }
 
-// revisionContainer is one container of a revisionData.
-type revisionContainer struct {
-	Name  string `json:"name"`
-	Image string `json:"image"`
-}
-
-// decodeRevisionData reads a ControllerRevision's data; false when it holds
-// no template the controller can read.
+// decodeRevisionData reads a ControllerRevision's data, its containers
+// trimmed; false when it holds no template the controller can read.
 func decodeRevisionData(data runtime.RawExtension) (revisionData, bool) {
 	var d revisionData
 	if len(data.Raw) == 0 || json.Unmarshal(data.Raw, &d) != nil {
 		return d, false
 	}
-	return d, len(d.Spec.Template.Spec.InitContainers)+len(d.Spec.Template.Spec.Containers) > 0
+	spec := &d.Spec.Template.Spec
+	*spec = corev1.PodSpec{InitContainers: trimContainers(spec.InitContainers), Containers: trimContainers(spec.Containers)}
+	return d, len(spec.InitContainers)+len(spec.Containers) > 0
 }
 
-// trimRevisionData keeps only the containers' names and images of a
-// ControllerRevision's data.
+// trimRevisionData keeps only the containers of a ControllerRevision's data,
+// as decodeRevisionData reads them.
 func trimRevisionData(data runtime.RawExtension) runtime.RawExtension {
 	d, ok := decodeRevisionData(data)
 	if !ok {
@@ -101,24 +96,16 @@ func trimRevisionData(data runtime.RawExtension) runtime.RawExtension {
 	return runtime.RawExtension{Raw: raw}
 }
 
-// revisionImages maps each container of the revision's template, init
-// containers included, to its image: what an offer of the revision names
-// (podchannel.ImagesOf's form), taken from the revision itself, since the
-// cache may show the DaemonSet's next template before its revision. Nil
-// when the data names no container.
+// revisionImages maps each container of the revision's template to its
+// image (podchannel.ImagesOf): what an offer of the revision names, taken
+// from the revision itself, since the cache may show the DaemonSet's next
+// template before its revision. Nil when the data names no container.
 func revisionImages(r *appsv1.ControllerRevision) map[string]string {
 	d, ok := decodeRevisionData(r.Data)
 	if !ok {
 		return nil
 	}
-	spec := d.Spec.Template.Spec
-	images := make(map[string]string, len(spec.InitContainers)+len(spec.Containers))
-	for _, cs := range [][]revisionContainer{spec.InitContainers, spec.Containers} {
-		for _, c := range cs {
-			images[c.Name] = c.Image
-		}
-	}
-	return images
+	return podchannel.ImagesOf(&d.Spec.Template.Spec)
 }
 
 // NewestRevision returns, among revisions, the one the DaemonSet with the
