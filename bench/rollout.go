@@ -229,7 +229,7 @@ func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, i
 	if err := setImage(ctx, s.cluster.Client, ns, ds, img); err != nil {
 		return r, err
 	}
-	err := pods.until(ctx, rolloutTimeout(len(done)), fmt.Sprintf("DaemonSet %s/%s to run %s on %d nodes", ns, ds, img, len(done)),
+	err := pods.until(ctx, settleTimeoutFor(len(done), 500), fmt.Sprintf("DaemonSet %s/%s to run %s on %d nodes", ns, ds, img, len(done)),
 		func(now time.Time, items map[string]*corev1.Pod) bool {
 			byNode := podsByNode(items)
 			r.maxUnavailable = max(r.maxUnavailable, unavailable(byNode, done))
@@ -306,7 +306,7 @@ func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], b
 
 // waitUpToDate waits until every node runs one Ready pod with img.
 func waitUpToDate(ctx context.Context, pods *view[*corev1.Pod], img string, nodes []string) error {
-	return pods.until(ctx, rolloutTimeout(len(nodes)), fmt.Sprintf("%s on %d nodes", img, len(nodes)), func(_ time.Time, items map[string]*corev1.Pod) bool {
+	return pods.until(ctx, settleTimeoutFor(len(nodes), 500), fmt.Sprintf("%s on %d nodes", img, len(nodes)), func(_ time.Time, items map[string]*corev1.Pod) bool {
 		return allUpToDate(podsByNode(items), nodes, img)
 	})
 }

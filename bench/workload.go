@@ -34,12 +34,13 @@ const (
 	pollInterval  = 500 * time.Millisecond
 )
 
-// rolloutTimeout bounds the wait for a rollout over nodes: settleTimeout
-// per 500 nodes begun. A rollout's time grows with the fleet (ten waves,
-// each through the API server): at 2,000 nodes on node Leases both
-// controllers' rollouts took 3–5 minutes on 2 cores.
-func rolloutTimeout(nodes int) time.Duration {
-	return settleTimeout * time.Duration(max(1, (nodes+499)/500))
+// settleTimeoutFor bounds a wait whose work grows with count: settleTimeout
+// per `per` begun. A rollout's time grows with its nodes (ten waves, each
+// through the API server: at 2,000 nodes on node Leases both controllers'
+// rollouts took 3–5 minutes on 2 cores), a namespace's deletion with its
+// pods (8,000 took more than 5 minutes).
+func settleTimeoutFor(count, per int) time.Duration {
+	return settleTimeout * time.Duration(max(1, (count+per-1)/per))
 }
 
 // image is the i-th image tag the benchmark rolls to; KWOK never pulls it.
@@ -139,10 +140,7 @@ func deleteNamespace(ctx context.Context, client kubernetes.Interface, ns string
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting namespace %s: %w", ns, err)
 	}
-	// The pods go one by one through the garbage collector and KWOK: 8,000
-	// of them took more than 5 minutes on 2 cores.
-	timeout := settleTimeout * time.Duration(max(1, (len(pods.Items)+1999)/2000))
-	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, settleTimeoutFor(len(pods.Items), 2000), true, func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
