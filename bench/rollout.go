@@ -56,8 +56,9 @@ func idleSettle(p params) time.Duration { return 2 * p.rolloutHeartbeat.Period()
 type rollout struct {
 	wall           time.Duration // image change until every awaited node is up to date
 	maxUnavailable int           // most nodes without an available pod at any sample
-	cpu            time.Duration // controller CPU time, for ota-controller runs
+	cpu            time.Duration // controller CPU time: in ota-controller runs, and in native runs, which it only watches
 	idleCPU        time.Duration // of which the cost of watching idle nodes for as long
+	leaseReads     float64       // node Leases the controller read, in ota-controller runs
 	waves          waveFigures   // its pacing, from the pod and node watches
 	// apiWrites are the API server's writes during the rollout, every
 	// client's, by resource (measure.Metrics.WritesByResource).
@@ -113,6 +114,10 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		return f, err
 	}
 	for i := 1; i <= s.p.pairs; i++ {
+		readsBefore, err := leaseReads(ctx, ctrl)
+		if err != nil {
+			return f, err
+		}
 		a, err := countingWrites(ctx, s, func() (rollout, error) {
 			a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
 				return rollOutRecorded(ctx, s, watches["ota"], beats, "ota", image(i), true)
@@ -123,8 +128,19 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		if err != nil {
 			return f, err
 		}
+		readsAfter, err := leaseReads(ctx, ctrl)
+		if err != nil {
+			return f, err
+		}
+		a.leaseReads = readsAfter - readsBefore
+		// The native rollout's pods are DaemonSet pods too: the controller
+		// receives their every change and has nothing to do with them.
 		b, err := countingWrites(ctx, s, func() (rollout, error) {
-			return rollOutRecorded(ctx, s, watches["native"], beats, "native", image(i), false)
+			b, cpu, err := measureCPU(ctrl, func() (rollout, error) {
+				return rollOutRecorded(ctx, s, watches["native"], beats, "native", image(i), false)
+			})
+			b.cpu = cpu
+			return b, err
 		})
 		if err != nil {
 			return f, err
@@ -144,6 +160,9 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	for i := range f.ota {
 		f.ota[i].idleCPU = time.Duration(idleRate * float64(f.ota[i].wall+settleCPU))
 	}
+	for i := range f.native {
+		f.native[i].idleCPU = time.Duration(idleRate * float64(f.native[i].wall+settleCPU))
+	}
 	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
 		return f, err
 	}
@@ -153,6 +172,20 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	}
 	f.reaction = measure.Sorted(reaction)
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, rolloutNamespace))
+}
+
+// leaseReads is how many node Leases the controller read so far
+// (edgeota_controller_lease_reads_total).
+func leaseReads(ctx context.Context, ctrl *child) (float64, error) {
+	body, err := ctrl.get(ctx, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	m, err := measure.ParseMetrics(body)
+	if err != nil {
+		return 0, err
+	}
+	return m.Sum("edgeota_controller_lease_reads_total", nil), nil
 }
 
 // countingWrites runs a rollout and records the API server's writes during
@@ -340,6 +373,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 	unavailable := func(r rollout) int { return r.maxUnavailable }
 	cpu := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.cpu }))
 	netCPU := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.cpu - r.idleCPU }))
+	watchOnly := measure.Median(pick(f.native, func(r rollout) time.Duration { return max(r.cpu-r.idleCPU, 0) }))
 	cpuTarget := controllerCPUNode * time.Duration(p.nodes)
 	reactionP := measure.Percentile(f.reaction, 0.99)
 	return table{
@@ -362,6 +396,8 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{"controller CPU per rollout (median)", seconds(cpu), "", "", "", ""},
 			{"… net of watching the idle nodes for as long (median)", seconds(netCPU), "", "", fmt.Sprintf("≤ %s (1 ms per node)", seconds(cpuTarget)), verdict(netCPU <= cpuTarget)},
 			{"… per node", millis(netCPU / time.Duration(p.nodes)), "", "", "≤ " + millis(controllerCPUNode), verdict(netCPU <= cpuTarget)},
+			{"… of which receiving the rollout's pod events: the controller's CPU while it only watches the native rollout, net, per node (median)", "", millis(watchOnly / time.Duration(p.nodes)), "", "", ""},
+			{"node Lease reads per node and rollout (median)", fmt.Sprintf("%.2f", measure.Median(pick(f.ota, func(r rollout) float64 { return r.leaseReads }))/float64(p.nodes)), "", "", "", ""},
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
 			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
 		},
@@ -369,6 +405,8 @@ func rolloutTable(p params, f rolloutFigures) table {
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			"budget freed → next deletion runs from the bench's watch seeing the heartbeat (native: the pod Ready) to its watch seeing the next deletion, so it includes the API server's delivery of both and the DELETE's round trip; the controller's own reaction is timed in its log (-v=4): from the handler that takes a settling heartbeat to the deletion it sends next",
+			"receiving the rollout's pod events: the native controller's rollout changes as many pods as edgeota's, and the controller receives, decodes and caches each change of a DaemonSet pod; its CPU meanwhile, net of watching the idle nodes, is what any rollout costs it before it decides anything: the floor under the net figure above",
+			"node Lease reads: edgeota_controller_lease_reads_total during the rollout, per node; about two when a node proves alive at the first renewal after its new pod settled (one to learn the renewal's time, one after it)",
 			"API server writes: apiserver_request_total's POST, PUT, PATCH, APPLY and DELETE during each rollout (edgeota's and the 0.5 s after it), every client's, per node: pods (deletions, the native controller's creations, bindings, status reports, conditions), heartbeats (the nodes' status or Leases for as long as the rollout lasts), other (DaemonSet status and annotations, events, ControllerRevisions)",
 			fmt.Sprintf("nodes heartbeat: %s, at most %s apart (the failure brake's proof of life waits for one after each new pod settles); "+
 				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", p.rolloutHeartbeat, period),

@@ -13,7 +13,8 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 		ota: []rollout{{wall: 2 * time.Second, maxUnavailable: 10, cpu: 300 * time.Millisecond, idleCPU: 150 * time.Millisecond},
 			{wall: 9 * time.Second, maxUnavailable: 11, cpu: 400 * time.Millisecond, idleCPU: 100 * time.Millisecond},
 			{wall: 4 * time.Second, cpu: 250 * time.Millisecond, idleCPU: 100 * time.Millisecond}},
-		native:  []rollout{{wall: time.Second, maxUnavailable: 10}, {wall: 3 * time.Second}, {wall: 8 * time.Second}},
+		native: []rollout{{wall: time.Second, maxUnavailable: 10, cpu: 150 * time.Millisecond, idleCPU: 50 * time.Millisecond},
+			{wall: 3 * time.Second, cpu: 90 * time.Millisecond, idleCPU: 100 * time.Millisecond}, {wall: 8 * time.Second, cpu: 200 * time.Millisecond}},
 		peakRSS: 61 << 20,
 	}
 	tb := rolloutTable(p, f)
@@ -39,6 +40,15 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 	}
 	if got := rowNamed(t, tb, "… per node"); got.edgeota != "1.50 ms" || got.met != "**missed**" {
 		t.Errorf("net CPU per node: got %+v, want 1.50 ms, missed", got)
+	}
+	// Watching the native rollouts, net: 0.10, 0 (not below nothing), 0.20 s:
+	// median 0.10 s, 1 ms per node.
+	if got := rowNamed(t, tb, "… of which receiving"); got.baseline != "1.00 ms" || got.edgeota != "" {
+		t.Errorf("receiving the pod events: got %+v, want 1.00 ms per node in the native column", got)
+	}
+	f.ota[0].leaseReads, f.ota[1].leaseReads, f.ota[2].leaseReads = 150, 300, 210
+	if got := rowNamed(t, rolloutTable(p, f), "node Lease reads").edgeota; got != "2.10" {
+		t.Errorf("lease reads per node: got %s, want the median 210 over 100 nodes, 2.10", got)
 	}
 	// Per node and rollout over the runs: (300 + 0) pods, (150 + 30 + 120)
 	// heartbeats, (6 + 0 + 9) other, over 3 runs of 100 nodes.

@@ -78,7 +78,9 @@ type Controller struct {
 	recordNamespace string
 	synced          []cache.InformerSynced
 
-	queue        workqueue.TypedRateLimitingInterface[string]
+	queue workqueue.TypedRateLimitingInterface[string]
+	// targetImages keeps the images of each DaemonSet's target revision.
+	targetImages revisionImageCache
 	trackersMu   sync.Mutex
 	trackers     map[string]*tracker
 	written      *pendingWrites
@@ -208,14 +210,13 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 		eventMemo:    newEventMemo(),
 		logger:       klog.FromContext(ctx),
 	}
-	c.leases = newLeaseReader(kubeClient, c.heartbeat, c.logger)
+	c.leases = newLeaseReader(kubeClient, c.heartbeat, c.metrics.leaseRead, c.logger)
 	c.heartbeats = newHeartbeats(c.leases)
 	for _, opt := range opts {
 		opt(c)
 	}
 	metrics.watchQueue(c.queue)
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode,
-		byControllerNode: indexByControllerNode}); err != nil {
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode}); err != nil {
 		return nil, fmt.Errorf("adding pod indexes: %w", err)
 	}
 	if err := prePullPodInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {

@@ -148,6 +148,9 @@ const (
 type leaseReader struct {
 	client  kubernetes.Interface
 	onRenew func(node string, renewed time.Time)
+	// counted counts each read by what it found (the leaseRenewed …
+	// results of edgeota_controller_lease_reads_total).
+	counted func(result string)
 	logger  klog.Logger
 
 	mu      sync.Mutex
@@ -161,8 +164,8 @@ type leaseReader struct {
 	wg      sync.WaitGroup
 }
 
-func newLeaseReader(client kubernetes.Interface, onRenew func(string, time.Time), logger klog.Logger) *leaseReader {
-	return &leaseReader{client: client, onRenew: onRenew, logger: logger, stopped: map[string]context.CancelFunc{}, clocks: map[string]leaseClock{},
+func newLeaseReader(client kubernetes.Interface, onRenew func(string, time.Time), counted func(string), logger klog.Logger) *leaseReader {
+	return &leaseReader{client: client, onRenew: onRenew, counted: counted, logger: logger, stopped: map[string]context.CancelFunc{}, clocks: map[string]leaseClock{},
 		reading: make(chan struct{}, leaseReadsAtOnce)}
 }
 
@@ -249,10 +252,12 @@ func (r *leaseReader) follow(ctx context.Context, node string) {
 		case apierrors.IsNotFound(err):
 			// No Lease: its Node status is the node's heartbeat, which the
 			// Node informer delivers. Look again now and then.
+			r.counted(leaseMissing)
 			wait = noLeaseRecheck
 			continue
 		case err != nil:
 			if ctx.Err() == nil {
+				r.counted(leaseError)
 				r.logger.V(4).Info("Reading a node Lease failed; retrying", "node", node, "err", err, "after", backoff)
 			}
 			wait, backoff = backoff, min(2*backoff, 10*time.Second)
@@ -268,7 +273,10 @@ func (r *leaseReader) follow(ctx context.Context, node string) {
 			renewed = lease.Spec.RenewTime.Time
 		}
 		if clock.read(now, renewed) {
+			r.counted(leaseRenewed)
 			r.onRenew(node, renewed)
+		} else {
+			r.counted(leaseUnchanged)
 		}
 		wait = clock.nextRead(now, interval)
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"slices"
 	"testing"
 	"time"
@@ -80,6 +81,13 @@ func TestProofOfLifeFromLeasesOfInFlightNodesOnly(t *testing.T) {
 	}
 	if v := f.view().Nodes["node-0"]; v.State != nodeSettled {
 		t.Errorf("got node-0 %v, want settled", v.State)
+	}
+	// Every read is counted, by what it found.
+	reads := len(f.leaseReads())
+	renewals := testutil.ToFloat64(f.c.metrics.leaseReads.WithLabelValues(leaseRenewed))
+	counted := renewals + testutil.ToFloat64(f.c.metrics.leaseReads.WithLabelValues(leaseUnchanged))
+	if renewals < 2 || counted != float64(reads) {
+		t.Errorf("got %v renewals of %v reads counted, want at least 2 (the first read and the renewal) of %d", renewals, counted, reads)
 	}
 }
 

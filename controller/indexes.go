@@ -6,15 +6,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Cache indexes: a sync reads one DaemonSet's pods, one node's pods of one
-// DaemonSet, one pod's Jobs or one DaemonSet's rollout records without
-// scanning the whole cache.
+// Cache indexes: a sync reads one DaemonSet's pods, one node's pods, one
+// pod's Jobs or one DaemonSet's rollout records without scanning the whole
+// cache.
 const (
-	byControllerUID  = "controllerUID"
-	byNode           = "nodeName"
-	byControllerNode = "controllerUID/nodeName"
-	byOwnerUID       = "ownerUID"
-	byRecordOwner    = "recordOwner"
+	byControllerUID = "controllerUID"
+	byNode          = "nodeName"
+	byOwnerUID      = "ownerUID"
+	byRecordOwner   = "recordOwner"
 )
 
 func indexByControllerUID(obj any) ([]string, error) {
@@ -35,20 +34,6 @@ func indexByNode(obj any) ([]string, error) {
 		}
 	}
 	return nil, nil
-}
-
-// indexByControllerNode indexes a pod by its controller's UID and its node,
-// "uid/node": one node's pods of one DaemonSet, what a node's verdict needs.
-func indexByControllerNode(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	ref, node := controllerOf(pod), nodeOfPod(pod)
-	if ref == nil || node == "" {
-		return nil, nil
-	}
-	return []string{string(ref.UID) + "/" + node}, nil
 }
 
 // indexByOwnerUID indexes Jobs by the pods owning them (not as controller),

@@ -21,6 +21,7 @@ type Metrics struct {
 	rolloutHalted     *prometheus.GaugeVec
 	watchEvents       *prometheus.CounterVec
 	recordWrites      prometheus.Counter
+	leaseReads        *prometheus.CounterVec
 }
 
 // Values of the state label of edgeota_controller_rollout_nodes.
@@ -60,8 +61,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edgeota_controller_record_writes_total",
 			Help: "Writes of rollout records (one ConfigMap created or patched): failures, and nodes about to be or being upgraded.",
 		}),
+		leaseReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgeota_controller_lease_reads_total",
+			Help: "Reads of node Leases, the proof of life of the nodes a rollout waits on, by what they found: renewed (a renewal not seen before), unchanged, missing (no Lease: the Node status serves), error. What proof of life costs the API server.",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents, m.recordWrites)
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents, m.recordWrites, m.leaseReads)
 	return m
 }
 
@@ -84,6 +89,16 @@ func (m *Metrics) observeSync(d time.Duration, err error) {
 func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
 
 func (m *Metrics) recordWritten() { m.recordWrites.Inc() }
+
+// Values of the result label of edgeota_controller_lease_reads_total.
+const (
+	leaseRenewed   = "renewed"
+	leaseUnchanged = "unchanged"
+	leaseMissing   = "missing"
+	leaseError     = "error"
+)
+
+func (m *Metrics) leaseRead(result string) { m.leaseReads.WithLabelValues(result).Inc() }
 
 // countingHandler counts the events of one resource's informer in
 // edgeota_controller_watch_events_total, then hands them on.

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -45,7 +46,7 @@ func (r revision) same(o revision) bool {
 // targetRevision returns the DaemonSet's current ControllerRevision (see
 // NewestRevision); a zero hash while the native controller has not created
 // one yet (its creation requeues the DaemonSet).
-func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (revision, error) {
+func (c *Controller) targetRevision(ds *appsv1.DaemonSet, key string) (revision, error) {
 	revisions, err := c.revisionLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return revision{}, fmt.Errorf("listing controller revisions of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
@@ -55,7 +56,44 @@ func (c *Controller) targetRevision(ds *appsv1.DaemonSet) (revision, error) {
 		return revision{}, nil
 	}
 	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision, created: current.CreationTimestamp.Time,
-		images: revisionImages(current)}, nil
+		images: c.targetImages.of(key, current)}, nil
+}
+
+// revisionImageCache keeps the images of each DaemonSet's target revision
+// (revisionImages), by the revision's UID: a revision's data never changes,
+// and decoding it at every sync cost more than the rest of a sync's reads
+// at 2,000 nodes. One entry per DaemonSet, dropped when it is forgotten.
+type revisionImageCache struct {
+	mu   sync.Mutex
+	byDS map[string]revisionImagesOf
+}
+
+// revisionImagesOf is the images of the revision with the UID.
+type revisionImagesOf struct {
+	uid    types.UID
+	images map[string]string
+}
+
+// of returns the images of the DaemonSet's target revision r. Read only.
+func (c *revisionImageCache) of(key string, r *appsv1.ControllerRevision) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byDS[key]; ok && e.uid == r.UID {
+		return e.images
+	}
+	if c.byDS == nil {
+		c.byDS = map[string]revisionImagesOf{}
+	}
+	images := revisionImages(r)
+	c.byDS[key] = revisionImagesOf{uid: r.UID, images: images}
+	return images
+}
+
+// forget drops the DaemonSet's entry.
+func (c *revisionImageCache) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byDS, key)
 }
 
 // revisionData is what the controller reads of a ControllerRevision's data

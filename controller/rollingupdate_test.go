@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"slices"
 	"testing"
 	"time"
@@ -300,5 +301,33 @@ func TestHeartbeatToDeletionWaitsForNoWrite(t *testing.T) {
 				t.Errorf("got pods deleted %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestNextWaveRecordedAheadAfterEveryWave: every wave's deletions record
+// the wave after them ahead, while the syncs in between, which change no
+// candidate, record nothing more.
+func TestNextWaveRecordedAheadAfterEveryWave(t *testing.T) {
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(4))...)
+	f.sync()
+	for i := range 3 {
+		r := f.c.existingTracker(testDSKey).record
+		next := fmt.Sprintf("node-%d", i+1)
+		if e := f.recordEntries()[next]; e.State != entryInFlight || e.Since != nil || !r.written(next) {
+			t.Fatalf("wave %d: got %s's entry %+v, want written ahead", i, next, e)
+		}
+		writes := testutil.ToFloat64(f.c.metrics.recordWrites)
+		f.sync() // nothing changed
+		if got := testutil.ToFloat64(f.c.metrics.recordWrites); got != writes {
+			t.Errorf("wave %d: got %v record writes after a sync that changed nothing, want %v", i, got, writes)
+		}
+		// The wave's node settles and proves alive: the next one goes.
+		node := fmt.Sprintf("node-%d", i)
+		f.remove(newPod(fmt.Sprintf("pod-%d", i), node, oldHash))
+		f.update(newPod(fmt.Sprintf("pod-%d-new", i), node, newHash))
+		f.sync()
+		if got, want := len(f.deletedPods()), i+2; got != want {
+			t.Fatalf("wave %d: got %d pods deleted, want %d", i, got, want)
+		}
 	}
 }

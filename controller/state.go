@@ -50,6 +50,9 @@ type tracker struct {
 	view *dsView
 	// dirty are the nodes to judge again at the next sync.
 	dirty map[string]bool
+	// intents is what the last writeIntents scanned; only the sync worker
+	// of the DaemonSet reads and writes it.
+	intents intentsMark
 }
 
 // deletion is an old pod deletion issued by this process.
@@ -88,7 +91,10 @@ type dsView struct {
 	// back by the clock (their window is open, no hold stands), in name
 	// order; downs those whose old pod is down anyway.
 	takeable *btree.BTreeG[string]
-	downs    map[string]bool
+	// takeableChanges counts the insertions into takeable and removals
+	// from it: unchanged, the next wave's nodes are those seen last.
+	takeableChanges uint64
+	downs           map[string]bool
 	// timers are the nodes whose verdict the clock changes, by when.
 	timers timerHeap
 	// awaiting are the nodes waiting for a heartbeat, with the time after
@@ -321,6 +327,7 @@ func (v *dsView) add(n *nodeInfo) {
 	}
 	if n.takeable {
 		v.takeable.ReplaceOrInsert(n.name)
+		v.takeableChanges++
 	}
 	if n.down {
 		v.downs[n.name] = true
@@ -356,6 +363,7 @@ func (v *dsView) remove(n *nodeInfo) {
 	}
 	if n.takeable {
 		v.takeable.Delete(n.name)
+		v.takeableChanges++
 	}
 	delete(v.downs, n.name)
 	delete(v.awaiting, n.name)
@@ -417,11 +425,18 @@ func (h *timerHeap) Pop() any {
 
 // podsOnNode returns the DaemonSet's pods on the node (bound to it, or
 // meant for it by their node affinity while unbound).
+//
+// It reads the node's pods of every DaemonSet (a handful) rather than an
+// index by DaemonSet and node, which would cost a set per pod: at 2,000
+// nodes and four DaemonSets, more memory than all the sets else.
 func (c *Controller) podsOnNode(uid types.UID, node string) []*corev1.Pod {
-	objs, _ := c.podIndexer.ByIndex(byControllerNode, string(uid)+"/"+node)
-	pods := make([]*corev1.Pod, 0, len(objs))
+	objs, _ := c.podIndexer.ByIndex(byNode, node)
+	var pods []*corev1.Pod
 	for _, obj := range objs {
-		pods = append(pods, obj.(*corev1.Pod))
+		pod := obj.(*corev1.Pod)
+		if ref := controllerOf(pod); ref != nil && ref.UID == uid {
+			pods = append(pods, pod)
+		}
 	}
 	return pods
 }

@@ -36,7 +36,7 @@ func (f *fixture) judgeInput(strategy Strategy, t *tracker) *judgeInput {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	target, err := f.c.targetRevision(ds)
+	target, err := f.c.targetRevision(ds, testDSKey)
 	if err != nil {
 		f.t.Fatal(err)
 	}

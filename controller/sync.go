@@ -33,7 +33,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.forgetTracker(key)
 		return nil
 	}
-	target, err := c.targetRevision(ds)
+	target, err := c.targetRevision(ds, key)
 	if err != nil || target.hash == "" {
 		return err
 	}
@@ -56,6 +56,7 @@ func (c *Controller) forget(ctx context.Context, key string) {
 	}
 	c.statusWrites.forget(key)
 	c.eventMemo.forget(key)
+	c.targetImages.forget(key)
 	c.heartbeats.set(key, nil)
 	if namespace, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
 		c.metrics.forgetRollout(namespace, name)

@@ -2,11 +2,13 @@ package controller
 
 import (
 	"slices"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
@@ -44,8 +46,9 @@ var daemonSetAnnotations = []string{StrategyAnnotation, LegacyStrategyAnnotation
 	RolloutStatusAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation}
 
 // podLabels and podConditions are the pod labels and condition types the
-// controller reads: a pod's revision; its readiness, health and scheduling;
-// the OTA conditions. The rest, however many a template carries, is not
+// controller reads: a pod's revision; its readiness, health and scheduling
+// (PodScheduled only while False: why a replacement is not bound); the OTA
+// conditions. The rest, however many a template carries, is not
 // kept: at tens of thousands of pods each one costs memory.
 var (
 	podLabels     = []string{revisionHashLabel, podTemplateGenerationLabel}
@@ -61,20 +64,35 @@ var (
 func trimPod(pod *corev1.Pod) {
 	pod.Annotations = keepKeys(pod.Annotations, podchannel.OfferAnnotation, podchannel.HoldAnnotation)
 	pod.Labels = keepKeys(pod.Labels, podLabels...)
-	conditions := pod.Status.Conditions[:0]
+	internMeta(&pod.ObjectMeta)
+	kept := func(c *corev1.PodCondition) bool {
+		return slices.Contains(podConditions, c.Type) && (c.Type != corev1.PodScheduled || c.Status != corev1.ConditionTrue)
+	}
+	n := 0
+	for i := range pod.Status.Conditions {
+		if kept(&pod.Status.Conditions[i]) {
+			n++
+		}
+	}
+	var conditions []corev1.PodCondition // an array of its own, as long as what is kept
+	if n > 0 {
+		conditions = make([]corev1.PodCondition, 0, n)
+	}
 	for _, c := range pod.Status.Conditions {
-		if slices.Contains(podConditions, c.Type) {
+		if kept(&c) {
+			c.Type, c.Status, c.Reason, c.Message = corev1.PodConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status))),
+				intern(c.Reason), intern(c.Message)
 			conditions = append(conditions, c)
 		}
 	}
 	pod.Status.Conditions = conditions
-	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	spec := corev1.PodSpec{NodeName: intern(pod.Spec.NodeName)}
 	if spec.NodeName == "" {
 		spec.Affinity = pod.Spec.Affinity // names the node of an unbound DaemonSet pod (nodeOfPod)
 	}
 	pod.Spec = spec
 	pod.Status = corev1.PodStatus{
-		Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message,
+		Phase: corev1.PodPhase(intern(string(pod.Status.Phase))), Reason: intern(pod.Status.Reason), Message: intern(pod.Status.Message),
 		Conditions:            pod.Status.Conditions,
 		InitContainerStatuses: trimContainerStatuses(pod.Status.InitContainerStatuses),
 		ContainerStatuses:     trimContainerStatuses(pod.Status.ContainerStatuses),
@@ -83,7 +101,7 @@ func trimPod(pod *corev1.Pod) {
 
 func trimContainerStatuses(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
 	for i, st := range statuses {
-		statuses[i] = corev1.ContainerStatus{Name: st.Name, Image: st.Image, State: st.State}
+		statuses[i] = corev1.ContainerStatus{Name: intern(st.Name), Image: intern(st.Image), State: st.State}
 		if term := st.LastTerminationState.Terminated; term != nil {
 			statuses[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{FinishedAt: term.FinishedAt}
 		}
@@ -91,16 +109,77 @@ func trimContainerStatuses(statuses []corev1.ContainerStatus) []corev1.Container
 	return statuses
 }
 
+// intern returns the one copy of s that every cached object shares: the
+// cache holds thousands of pods whose namespace, owner, labels, condition
+// types and images are the same few strings, each decoded into a copy of
+// its own. A copy no object holds any more is freed (package unique).
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+// Shared values of an owner reference's flags, which would otherwise take
+// an allocation each per object.
+var (
+	flagTrue, flagFalse = true, false
+)
+
+// internMeta interns what an object's metadata shares with others: its
+// namespace and name prefix, its owners, its labels' and annotations'
+// values (keepKeys's keys are the controller's own strings already).
+func internMeta(m *metav1.ObjectMeta) {
+	m.Namespace, m.GenerateName = intern(m.Namespace), intern(m.GenerateName)
+	for i := range m.OwnerReferences {
+		ref := &m.OwnerReferences[i]
+		ref.APIVersion, ref.Kind, ref.Name, ref.UID = intern(ref.APIVersion), intern(ref.Kind), intern(ref.Name), types.UID(intern(string(ref.UID)))
+		ref.Controller, ref.BlockOwnerDeletion = sharedFlag(ref.Controller), sharedFlag(ref.BlockOwnerDeletion)
+	}
+	for k, v := range m.Labels {
+		m.Labels[k] = intern(v)
+	}
+	for k, v := range m.Annotations {
+		m.Annotations[k] = intern(v)
+	}
+}
+
+// sharedFlag points at flagTrue or flagFalse as b does; nil stays nil.
+// Cached objects are never written to, so the values are never changed.
+func sharedFlag(b *bool) *bool {
+	switch {
+	case b == nil:
+		return nil
+	case *b:
+		return &flagTrue
+	default:
+		return &flagFalse
+	}
+}
+
 // trimNode keeps the labels (rollout node selectors, the template's node
 // selector), the annotations the controller reads, the taints (why a
 // template creates no pod there) and the Ready condition with its heartbeat.
 func trimNode(node *corev1.Node) {
 	node.Annotations = keepKeys(node.Annotations, nodeAnnotations...)
+	if len(node.Labels) > 0 {
+		labels := make(map[string]string, len(node.Labels))
+		for k, v := range node.Labels {
+			labels[intern(k)] = intern(v)
+		}
+		node.Labels = labels
+	}
+	internMeta(&node.ObjectMeta)
 	var ready []corev1.NodeCondition
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
+			c.Type, c.Status, c.Reason, c.Message = corev1.NodeReady, corev1.ConditionStatus(intern(string(c.Status))), intern(c.Reason), intern(c.Message)
 			ready = append(ready, c)
 		}
+	}
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		t.Key, t.Value, t.Effect = intern(t.Key), intern(t.Value), corev1.TaintEffect(intern(string(t.Effect)))
 	}
 	node.Spec = corev1.NodeSpec{Taints: node.Spec.Taints}
 	node.Status = corev1.NodeStatus{Conditions: ready}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -95,5 +96,76 @@ func TestTransformKeepsARevisionsImages(t *testing.T) {
 		if _, err := Transform(r); err != nil || len(r.Data.Raw) != 0 || revisionImages(r) != nil {
 			t.Errorf("data %q: got %s, %v, images %v; want no data and no images", raw, r.Data.Raw, err, revisionImages(r))
 		}
+	}
+}
+
+// TestTargetImagesDecodedOncePerRevision: the images of a DaemonSet's
+// target revision are decoded once, and again when the target is another
+// revision or the DaemonSet was forgotten.
+func TestTargetImagesDecodedOncePerRevision(t *testing.T) {
+	ds := newDaemonSet()
+	first := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{UID: "r1"}, Data: templateData(t, ds.Spec.Template)}
+	ds.Spec.Template.Spec.Containers[0].Image = "nginx:1.20"
+	second := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{UID: "r2"}, Data: templateData(t, ds.Spec.Template)}
+	var cache revisionImageCache
+	if got := cache.of(testDSKey, first)["nginx"]; got != "nginx:1.19.4" {
+		t.Fatalf("got nginx image %q, want nginx:1.19.4", got)
+	}
+	// The same revision is not decoded again: data it no longer holds
+	// does not matter.
+	first.Data = runtime.RawExtension{}
+	if got := cache.of(testDSKey, first)["nginx"]; got != "nginx:1.19.4" {
+		t.Errorf("got nginx image %q from the same revision, want nginx:1.19.4 as decoded before", got)
+	}
+	if got := cache.of(testDSKey, second)["nginx"]; got != "nginx:1.20" {
+		t.Errorf("got nginx image %q after the target moved, want nginx:1.20", got)
+	}
+	cache.forget(testDSKey)
+	if got := cache.of(testDSKey, first); got != nil {
+		t.Errorf("got images %v after forget, want those of the revision as it is now: none", got)
+	}
+}
+
+// TestTransformSharesRepeatedStrings: two pods decoded apart share one copy
+// of what they have in common (namespace, owner, node, condition types,
+// images), and keep PodScheduled only while it says why a pod is not bound.
+func TestTransformSharesRepeatedStrings(t *testing.T) {
+	decoded := func(name string, scheduled corev1.ConditionStatus) *corev1.Pod {
+		pod := newPod(name, "node-0", oldHash, withCondition(corev1.PodCondition{Type: corev1.PodScheduled, Status: scheduled, Reason: "Unschedulable"}))
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "registry.example/app:v1", State: running}}
+		raw, err := pod.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out corev1.Pod
+		if err := out.Unmarshal(raw); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := Transform(&out)
+		return got.(*corev1.Pod)
+	}
+	a, b := decoded("a", corev1.ConditionTrue), decoded("b", corev1.ConditionFalse)
+	same := func(what, x, y string) {
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("got %s %q and %q apart, want one shared copy", what, x, y)
+		}
+	}
+	same("namespace", a.Namespace, b.Namespace)
+	same("owner UID", string(controllerOf(a).UID), string(controllerOf(b).UID))
+	same("node", a.Spec.NodeName, b.Spec.NodeName)
+	same("revision", a.Labels[revisionHashLabel], b.Labels[revisionHashLabel])
+	same("condition type", string(a.Status.Conditions[0].Type), string(b.Status.Conditions[0].Type))
+	same("image", a.Status.ContainerStatuses[0].Image, b.Status.ContainerStatuses[0].Image)
+	if a.Name == b.Name {
+		t.Errorf("got both pods named %q, want their own names", a.Name)
+	}
+	if c := podcondition.Get(&a.Status, corev1.PodScheduled); c != nil {
+		t.Errorf("got PodScheduled %+v kept on a bound pod, want it dropped", c)
+	}
+	if c := podcondition.Get(&b.Status, corev1.PodScheduled); c == nil || c.Reason != "Unschedulable" {
+		t.Errorf("got PodScheduled %+v, want the False one kept with its reason", c)
+	}
+	if cap(a.Status.Conditions) != len(a.Status.Conditions) {
+		t.Errorf("got %d conditions in an array of %d, want an array as long as what is kept", len(a.Status.Conditions), cap(a.Status.Conditions))
 	}
 }
