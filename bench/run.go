@@ -15,13 +15,17 @@ import (
 // resultsFile is the one place the report of a run with the parameters is
 // kept, relative to the checkout: latest.md for the default N, which the
 // READMEs link to, latest-<n>nodes.md for another, so that a run at another
-// scale never replaces the default report; a run with the at-rest
-// scenario's timed variant (BENCH_ATREST_TIMED) adds -timed, so that it
-// never replaces the plain one.
+// scale never replaces the default report; a run whose rollouts go on node
+// Leases (BENCH_HEARTBEAT=lease) adds -leases, and one with the at-rest
+// scenario's timed variant (BENCH_ATREST_TIMED) -timed, so that neither
+// replaces the plain one.
 func resultsFile(p params) string {
 	name := "bench/results/latest"
 	if p.nodes != defaultNodes {
 		name += fmt.Sprintf("-%dnodes", p.nodes)
+	}
+	if p.rolloutHeartbeat.Leases {
+		name += "-leases"
 	}
 	if p.atRestTimed {
 		name += "-timed"

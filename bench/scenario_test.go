@@ -166,6 +166,8 @@ func TestResultsFile(t *testing.T) {
 		{params{nodes: 1000}, "bench/results/latest-1000nodes.md"},
 		{params{nodes: defaultNodes, atRestTimed: true}, "bench/results/latest-timed.md"},
 		{params{nodes: 2000, atRestTimed: true}, "bench/results/latest-2000nodes-timed.md"},
+		{params{nodes: defaultNodes, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-leases.md"},
+		{params{nodes: 2000, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-2000nodes-leases.md"},
 	} {
 		if got := resultsFile(tc.p); got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc.p, got, tc.want)
