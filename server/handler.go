@@ -88,8 +88,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer recoverHTTP(w, r)
 	if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
 		if r.URL.Path == edgeotav1.OTAService_WatchUpgrades_FullMethodName {
-			// A watch outlives the server's timeouts; it bounds each send.
-			r = r.WithContext(context.WithValue(r.Context(), deadlineKey{}, liftTimeouts(w)))
+			// A watch outlives the server's timeouts; it bounds each send,
+			// until this handler returns (streamDeadline).
+			deadline := &streamDeadline{write: liftTimeouts(w)}
+			defer deadline.end()
+			r = r.WithContext(context.WithValue(r.Context(), deadlineKey{}, deadline.set))
 		}
 		h.grpc.ServeHTTP(w, h.auth.Identify(r, "gRPC"))
 		return

@@ -427,6 +427,43 @@ func TestWatchOutlivesTheServerTimeouts(t *testing.T) {
 	}
 }
 
+// TestWatchCallersLeavingMidHeartbeat: gRPC callers that leave while their
+// watch sends heartbeats back to back end their watches cleanly; no send
+// touches the HTTP/2 stream after its handler returned (run with -race: a
+// late write deadline raced with the stream's teardown and panicked).
+func TestWatchCallersLeavingMidHeartbeat(t *testing.T) {
+	f := newFixture(t, fixtureOptions{upgrades: UpgradeOptions{Heartbeat: time.Millisecond}}, dsPod("p"))
+	for range 20 {
+		ctx, cancel := context.WithCancel(t.Context())
+		stream := f.watchStream(ctx)
+		for range 3 {
+			if _, err := stream.Recv(); err != nil {
+				t.Fatalf("got %v, want the snapshot and heartbeats", err)
+			}
+		}
+		cancel()
+	}
+	// The agent still serves watches.
+	if snap := next(t, f.watchStream(t.Context())); len(snap.GetApps()) != 1 {
+		t.Errorf("got %v after the callers left, want the snapshot of one app", snap)
+	}
+}
+
+// TestStreamDeadlineEndsWithItsHandler: a watch's write deadline reaches
+// its stream until the handler ends it, and nothing after.
+func TestStreamDeadlineEndsWithItsHandler(t *testing.T) {
+	var writes []time.Time
+	d := &streamDeadline{write: func(at time.Time) error { writes = append(writes, at); return nil }}
+	at := time.Now()
+	if err := d.set(at); err != nil || len(writes) != 1 {
+		t.Fatalf("got %v and %d writes, want the deadline written", err, len(writes))
+	}
+	d.end()
+	if err := d.set(at); !errors.Is(err, errStreamEnded) || len(writes) != 1 {
+		t.Errorf("got %v and %d writes after the handler ended, want %v and none more", err, len(writes), errStreamEnded)
+	}
+}
+
 // TestWatchShowsAMissingReplacement: the app's pod, offered a new version,
 // vanishes and no replacement comes: the watch says at once that the
 // replacement is pending, then FAILED at the deadline, and the app stays in

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/textproto"
+	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -147,6 +148,40 @@ func (v *upgradeView) stream(ctx context.Context, send sendFunc, setDeadline fun
 // deadlineKey carries, in a gRPC watch's context, the write deadline of the
 // HTTP/2 stream it rides on (see Handler.ServeHTTP).
 type deadlineKey struct{}
+
+// errStreamEnded is a watch's write deadline set after its HTTP handler
+// returned.
+var errStreamEnded = errors.New("the watch's HTTP/2 stream has ended")
+
+// streamDeadline is the write deadline of a gRPC watch's HTTP/2 stream.
+// gRPC runs the watch in a goroutine of its own, which may still be sending
+// a heartbeat when the caller leaves and the HTTP handler returns; from then
+// on the ResponseWriter must not be touched (net/http reuses it; a late
+// SetWriteDeadline raced with its teardown and dereferenced nil). The
+// handler ends the deadline before it returns, and a set after that does
+// nothing.
+type streamDeadline struct {
+	mu    sync.Mutex
+	write func(time.Time) error
+	ended bool
+}
+
+// set sets the stream's write deadline while its handler runs.
+func (d *streamDeadline) set(t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ended {
+		return errStreamEnded
+	}
+	return d.write(t)
+}
+
+// end stops every set from now on; a set under way finishes first.
+func (d *streamDeadline) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ended = true
+}
 
 // WatchUpgrades streams the owner's view; see upgradeView.stream.
 func (s *Server) WatchUpgrades(_ *edgeotav1.WatchUpgradesRequest, ss grpc.ServerStreamingServer[edgeotav1.WatchUpgradesResponse]) error {
