@@ -268,11 +268,7 @@ func holdPods(ctx context.Context, s *session, pods *view[*corev1.Pod], f *atRes
 // sampleAtRest samples the controller and the API server over the window.
 func sampleAtRest(ctx context.Context, s *session, ctrl *child, f *atRestFigures) error {
 	scrape := func() (ctrlMetrics, api measure.Metrics, cpu time.Duration, err error) {
-		body, err := ctrl.get(ctx, "/metrics")
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		if ctrlMetrics, err = measure.ParseMetrics(body); err != nil {
+		if ctrlMetrics, err = ctrl.metrics(ctx); err != nil {
 			return nil, nil, 0, err
 		}
 		if api, err = measure.ScrapeAPIServerMetrics(ctx, s.cluster.Client); err != nil {

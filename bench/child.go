@@ -67,6 +67,15 @@ func (c *child) get(ctx context.Context, path string) ([]byte, error) {
 	return body, nil
 }
 
+// metrics scrapes the child's /metrics.
+func (c *child) metrics(ctx context.Context) (measure.Metrics, error) {
+	body, err := c.get(ctx, "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", c.Name, err)
+	}
+	return measure.ParseMetrics(body)
+}
+
 // waitServing waits until the child answers path with 200 and a body ready
 // accepts, failing at once if the child exits.
 func (c *child) waitServing(ctx context.Context, path string, ready func([]byte) bool) error {

@@ -187,11 +187,7 @@ func newestRevision(revisions map[string]*appsv1.ControllerRevision) int64 {
 
 // conditionsWritten is the controller's count of PodNeedUpgrade writes.
 func conditionsWritten(ctx context.Context, ctrl *child) (float64, error) {
-	body, err := ctrl.get(ctx, "/metrics")
-	if err != nil {
-		return 0, fmt.Errorf("scraping %s: %w", ctrl.Name, err)
-	}
-	m, err := measure.ParseMetrics(body)
+	m, err := ctrl.metrics(ctx)
 	if err != nil {
 		return 0, err
 	}

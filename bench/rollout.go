@@ -58,7 +58,7 @@ type rollout struct {
 	maxUnavailable int           // most nodes without an available pod at any sample
 	cpu            time.Duration // controller CPU time: in ota-controller runs, and in native runs, which it only watches
 	idleCPU        time.Duration // of which the cost of watching idle nodes for as long
-	leaseReads     float64       // node Leases the controller read, in ota-controller runs
+	leaseReads     float64       // node Leases the controller read during the run (none in native runs)
 	waves          waveFigures   // its pacing, from the pod and node watches
 	// apiWrites are the API server's writes during the rollout, every
 	// client's, by resource (measure.Metrics.WritesByResource).
@@ -113,35 +113,35 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	if err != nil {
 		return f, err
 	}
-	for i := 1; i <= s.p.pairs; i++ {
+	// measured rolls the DaemonSet out to img with the API server's writes,
+	// the controller's CPU and its Lease reads counted. The native
+	// rollout's pods are DaemonSet pods too: the controller receives their
+	// every change and has nothing to do with them.
+	measured := func(name, img string, recorded bool) (rollout, error) {
 		readsBefore, err := leaseReads(ctx, ctrl)
 		if err != nil {
-			return f, err
+			return rollout{}, err
 		}
-		a, err := countingWrites(ctx, s, func() (rollout, error) {
-			a, cpu, err := measureCPU(ctrl, func() (rollout, error) {
-				return rollOutRecorded(ctx, s, watches["ota"], beats, "ota", image(i), true)
+		r, err := countingWrites(ctx, s, func() (rollout, error) {
+			r, cpu, err := measureCPU(ctrl, func() (rollout, error) {
+				return rollOutRecorded(ctx, s, watches[name], beats, name, img, recorded)
 			})
-			a.cpu = cpu
-			return a, err
+			r.cpu = cpu
+			return r, err
 		})
 		if err != nil {
-			return f, err
+			return r, err
 		}
 		readsAfter, err := leaseReads(ctx, ctrl)
+		r.leaseReads = readsAfter - readsBefore
+		return r, err
+	}
+	for i := 1; i <= s.p.pairs; i++ {
+		a, err := measured("ota", image(i), true)
 		if err != nil {
 			return f, err
 		}
-		a.leaseReads = readsAfter - readsBefore
-		// The native rollout's pods are DaemonSet pods too: the controller
-		// receives their every change and has nothing to do with them.
-		b, err := countingWrites(ctx, s, func() (rollout, error) {
-			b, cpu, err := measureCPU(ctrl, func() (rollout, error) {
-				return rollOutRecorded(ctx, s, watches["native"], beats, "native", image(i), false)
-			})
-			b.cpu = cpu
-			return b, err
-		})
+		b, err := measured("native", image(i), false)
 		if err != nil {
 			return f, err
 		}
@@ -157,11 +157,10 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	if err != nil {
 		return f, err
 	}
-	for i := range f.ota {
-		f.ota[i].idleCPU = time.Duration(idleRate * float64(f.ota[i].wall+settleCPU))
-	}
-	for i := range f.native {
-		f.native[i].idleCPU = time.Duration(idleRate * float64(f.native[i].wall+settleCPU))
+	for _, runs := range [][]rollout{f.ota, f.native} {
+		for i := range runs {
+			runs[i].idleCPU = time.Duration(idleRate * float64(runs[i].wall+settleCPU))
+		}
 	}
 	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
 		return f, err
@@ -177,11 +176,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 // leaseReads is how many node Leases the controller read so far
 // (edgeota_controller_lease_reads_total).
 func leaseReads(ctx context.Context, ctrl *child) (float64, error) {
-	body, err := ctrl.get(ctx, "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	m, err := measure.ParseMetrics(body)
+	m, err := ctrl.metrics(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -65,27 +65,18 @@ func trimPod(pod *corev1.Pod) {
 	pod.Annotations = keepKeys(pod.Annotations, podchannel.OfferAnnotation, podchannel.HoldAnnotation)
 	pod.Labels = keepKeys(pod.Labels, podLabels...)
 	internMeta(&pod.ObjectMeta)
-	kept := func(c *corev1.PodCondition) bool {
-		return slices.Contains(podConditions, c.Type) && (c.Type != corev1.PodScheduled || c.Status != corev1.ConditionTrue)
+	conditions := slices.DeleteFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+		return !slices.Contains(podConditions, c.Type) || (c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue)
+	})
+	for i := range conditions {
+		c := &conditions[i]
+		c.Type, c.Status, c.Reason, c.Message = corev1.PodConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status))),
+			intern(c.Reason), intern(c.Message)
 	}
-	n := 0
-	for i := range pod.Status.Conditions {
-		if kept(&pod.Status.Conditions[i]) {
-			n++
-		}
+	pod.Status.Conditions = nil // an array of its own, as long as what is kept
+	if len(conditions) > 0 {
+		pod.Status.Conditions = slices.Clone(conditions)
 	}
-	var conditions []corev1.PodCondition // an array of its own, as long as what is kept
-	if n > 0 {
-		conditions = make([]corev1.PodCondition, 0, n)
-	}
-	for _, c := range pod.Status.Conditions {
-		if kept(&c) {
-			c.Type, c.Status, c.Reason, c.Message = corev1.PodConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status))),
-				intern(c.Reason), intern(c.Message)
-			conditions = append(conditions, c)
-		}
-	}
-	pod.Status.Conditions = conditions
 	spec := corev1.PodSpec{NodeName: intern(pod.Spec.NodeName)}
 	if spec.NodeName == "" {
 		spec.Affinity = pod.Spec.Affinity // names the node of an unbound DaemonSet pod (nodeOfPod)
@@ -162,10 +153,10 @@ func sharedFlag(b *bool) *bool {
 // template creates no pod there) and the Ready condition with its heartbeat.
 func trimNode(node *corev1.Node) {
 	node.Annotations = keepKeys(node.Annotations, nodeAnnotations...)
-	if len(node.Labels) > 0 {
+	if len(node.Labels) > 0 { // all kept: their keys interned here, their values by internMeta
 		labels := make(map[string]string, len(node.Labels))
 		for k, v := range node.Labels {
-			labels[intern(k)] = intern(v)
+			labels[intern(k)] = v
 		}
 		node.Labels = labels
 	}
