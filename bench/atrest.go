@@ -15,10 +15,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // atRestScenario: N nodes heartbeating as kubelets do (node Leases renewed
@@ -128,9 +128,9 @@ func benchAtRest(ctx context.Context, s *session) (atRestFigures, error) {
 	for _, d := range atRestDaemonSets {
 		ds := daemonSet(d.name, d.strategy, nil)
 		if s.p.atRestTimed {
-			ds.Annotations[controller.MaintenanceWindowAnnotation] = maintenanceWindow
+			ds.Annotations[rollout.MaintenanceWindowAnnotation] = maintenanceWindow
 			if d.strategy == otaStrategy {
-				ds.Annotations[controller.UpgradeDeadlineAnnotation] = fmt.Sprint(int(upgradeDeadline.Seconds()))
+				ds.Annotations[rollout.UpgradeDeadlineAnnotation] = fmt.Sprint(int(upgradeDeadline.Seconds()))
 			}
 		}
 		if _, err := client.AppsV1().DaemonSets(atRestNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
@@ -208,7 +208,7 @@ func settleAtRest(ctx context.Context, s *session, pods *view[*corev1.Pod], f *a
 		if timed && d.strategy == otaStrategy {
 			updated = 0
 		}
-		settled := func(st controller.RolloutStatus) bool {
+		settled := func(st rollout.Status) bool {
 			return st.Total == n && st.Updated == updated && st.InFlight == 0
 		}
 		if err := waitRolloutStatus(ctx, client, atRestNamespace, d.name, "every node settled", settled); err != nil {
@@ -259,7 +259,7 @@ func holdPods(ctx context.Context, s *session, pods *view[*corev1.Pod], f *atRes
 	}
 	errs := make([]error, len(held))
 	workqueue.ParallelizeUntil(ctx, holdParallelism, len(held), func(i int) {
-		_, errs[i] = podcondition.Annotate(ctx, s.cluster.Client.CoreV1(), held[i], podcondition.Annotations{podchannel.HoldAnnotation: &value}, holdManager)
+		_, errs[i] = podcondition.Annotate(ctx, s.cluster.Client.CoreV1(), held[i], podcondition.Annotations{rollout.HoldAnnotation: &value}, holdManager)
 	})
 	f.held = len(held)
 	return errors.Join(errs...)
@@ -376,8 +376,8 @@ func atRestTable(p params, f atRestFigures) table {
 		title += ", with windows, holds and offers"
 		notes = append(notes, fmt.Sprintf("BENCH_ATREST_TIMED=1 (issue 19): %s %q on every DaemonSet; "+
 			"%d pods held (%s on the pod, through pods/status, for %s); the OTA DaemonSets' image changed, %d pods holding an offer nobody takes, "+
-			"with %s %d", controller.MaintenanceWindowAnnotation, maintenanceWindow, f.held, podchannel.HoldAnnotation, holdFor, f.offered,
-			controller.UpgradeDeadlineAnnotation, int(upgradeDeadline.Seconds())))
+			"with %s %d", rollout.MaintenanceWindowAnnotation, maintenanceWindow, f.held, rollout.HoldAnnotation, holdFor, f.offered,
+			rollout.UpgradeDeadlineAnnotation, int(upgradeDeadline.Seconds())))
 	}
 	return table{title: title, rows: rows, notes: notes}
 }

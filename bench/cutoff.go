@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // cutoffScenario: 20% of the nodes cut off (Ready=Unknown) before the image
@@ -40,7 +40,7 @@ const labelParallelism = 16
 // cutoffFigures are the cut-off scenario's results.
 type cutoffFigures struct {
 	cut       int
-	readyDone rollout         // image change until every Ready node is done
+	readyDone rolloutRun      // image change until every Ready node is done
 	deleted   []time.Duration // per returning node: Ready until its old pod is deleted
 	replaced  []time.Duration // per returning node: Ready until its new pod is Ready
 	peakRSS   int64
@@ -83,7 +83,7 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	if _, err := waitReady(ctx, nodes, cut, corev1.ConditionUnknown); err != nil {
 		return f, err
 	}
-	if f.readyDone, f.readyDone.cpu, err = measureCPU(ctrl, func() (rollout, error) {
+	if f.readyDone, f.readyDone.cpu, err = measureCPU(ctrl, func() (rolloutRun, error) {
 		return rollOut(ctx, s, pods, cutoffNamespace, "ota", image(1), ready)
 	}); err != nil {
 		return f, err
@@ -92,7 +92,7 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	// The last wave is still in flight until its nodes' heartbeats prove
 	// them alive, and holds the budget meanwhile: reconnecting now would
 	// time that wait, not the controller's reaction to a returning node.
-	settled := func(st controller.RolloutStatus) bool { return st.Updated >= len(ready) && st.InFlight == 0 }
+	settled := func(st rollout.Status) bool { return st.Updated >= len(ready) && st.InFlight == 0 }
 	if err := waitRolloutStatus(ctx, client, cutoffNamespace, "ota", fmt.Sprintf("%d settled nodes", len(ready)), settled); err != nil {
 		return f, err
 	}

@@ -9,7 +9,7 @@ func TestCutoffTableSeparatesTheFirstWave(t *testing.T) {
 	p := params{nodes: 20} // budget 2
 	f := cutoffFigures{
 		cut:       4,
-		readyDone: rollout{wall: 8 * time.Second, maxUnavailable: 2},
+		readyDone: rolloutRun{wall: 8 * time.Second, maxUnavailable: 2},
 		deleted:   []time.Duration{1500 * time.Millisecond, 200 * time.Millisecond, 3 * time.Second, 100 * time.Millisecond},
 		replaced:  []time.Duration{time.Second, time.Second, 4 * time.Second, 2 * time.Second},
 	}

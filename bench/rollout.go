@@ -53,7 +53,7 @@ const idleCPUWindow = 10 * time.Second
 func idleSettle(p params) time.Duration { return 2 * p.rolloutHeartbeat.Period() }
 
 // rollout is one timed image change.
-type rollout struct {
+type rolloutRun struct {
 	wall           time.Duration // image change until every awaited node is up to date
 	maxUnavailable int           // most nodes without an available pod at any sample
 	cpu            time.Duration // controller CPU time: in ota-controller runs, and in native runs, which it only watches
@@ -67,7 +67,7 @@ type rollout struct {
 
 // rolloutFigures are the rollout scenario's results.
 type rolloutFigures struct {
-	ota, native []rollout // alternating pairs
+	ota, native []rolloutRun // alternating pairs
 	peakRSS     int64
 	// reaction is the controller's own share of budget freed → next
 	// deletion over all its rollouts (controllerReaction), sorted.
@@ -117,13 +117,13 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	// the controller's CPU and its Lease reads counted. The native
 	// rollout's pods are DaemonSet pods too: the controller receives their
 	// every change and has nothing to do with them.
-	measured := func(name, img string, recorded bool) (rollout, error) {
+	measured := func(name, img string, recorded bool) (rolloutRun, error) {
 		readsBefore, err := leaseReads(ctx, ctrl)
 		if err != nil {
-			return rollout{}, err
+			return rolloutRun{}, err
 		}
-		r, err := countingWrites(ctx, s, func() (rollout, error) {
-			r, cpu, err := measureCPU(ctrl, func() (rollout, error) {
+		r, err := countingWrites(ctx, s, func() (rolloutRun, error) {
+			r, cpu, err := measureCPU(ctrl, func() (rolloutRun, error) {
 				return rollOutRecorded(ctx, s, watches[name], beats, name, img, recorded)
 			})
 			r.cpu = cpu
@@ -157,7 +157,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	if err != nil {
 		return f, err
 	}
-	for _, runs := range [][]rollout{f.ota, f.native} {
+	for _, runs := range [][]rolloutRun{f.ota, f.native} {
 		for i := range runs {
 			runs[i].idleCPU = time.Duration(idleRate * float64(runs[i].wall+settleCPU))
 		}
@@ -185,10 +185,10 @@ func leaseReads(ctx context.Context, ctrl *child) (float64, error) {
 
 // countingWrites runs a rollout and records the API server's writes during
 // it, from its request counters read before and after.
-func countingWrites(ctx context.Context, s *session, run func() (rollout, error)) (rollout, error) {
+func countingWrites(ctx context.Context, s *session, run func() (rolloutRun, error)) (rolloutRun, error) {
 	before, err := measure.ScrapeAPIServerMetrics(ctx, s.cluster.Client)
 	if err != nil {
-		return rollout{}, err
+		return rolloutRun{}, err
 	}
 	r, err := run()
 	if err != nil {
@@ -204,7 +204,7 @@ var heartbeatResources = []string{"nodes", "leases"}
 
 // writesPerNode says what the runs wrote through the API server per node
 // and rollout, on average: pods, the heartbeats, and everything else.
-func writesPerNode(p params, runs []rollout) string {
+func writesPerNode(p params, runs []rolloutRun) string {
 	var pods, heartbeats, other float64
 	for _, r := range runs {
 		pods += r.apiWrites["pods"]
@@ -251,8 +251,8 @@ func measureCPU[T any](ctrl *child, run func() (T, error)) (T, time.Duration, er
 // 100 ms how many of them have no available pod: a cut-off node counts
 // against no budget (with node Leases the node lifecycle controller marks
 // its pod not Ready).
-func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, img string, done []string) (rollout, error) {
-	var r rollout
+func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, img string, done []string) (rolloutRun, error) {
+	var r rolloutRun
 	start := time.Now()
 	if err := setImage(ctx, s.cluster.Client, ns, ds, img); err != nil {
 		return r, err
@@ -318,7 +318,7 @@ func (v heartbeatViews) close() {
 // node, recording the pod and heartbeat events to analyze its waves;
 // proofOfLife says whether a node stays in flight until a heartbeat after its
 // new pod settles (ota-controller's failure brake).
-func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], beats heartbeatViews, ds, img string, proofOfLife bool) (rollout, error) {
+func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], beats heartbeatViews, ds, img string, proofOfLife bool) (rolloutRun, error) {
 	rec := newFlightRecorder(img)
 	pods.observe(rec.pod)
 	beats.observe(rec)
@@ -340,7 +340,7 @@ func waitUpToDate(ctx context.Context, pods *view[*corev1.Pod], img string, node
 }
 
 // freeToDelete pools the sorted budget-freed-to-deletion latencies of runs.
-func freeToDelete(runs []rollout) []time.Duration {
+func freeToDelete(runs []rolloutRun) []time.Duration {
 	var all []time.Duration
 	for _, r := range runs {
 		all = append(all, r.waves.freeToDelete...)
@@ -349,26 +349,26 @@ func freeToDelete(runs []rollout) []time.Duration {
 }
 
 // rolloutWall picks a rollout's wall time.
-func rolloutWall(r rollout) time.Duration { return r.wall }
+func rolloutWall(r rolloutRun) time.Duration { return r.wall }
 
 func rolloutTable(p params, f rolloutFigures) table {
 	ota, native := pick(f.ota, rolloutWall), pick(f.native, rolloutWall)
 	r := measure.Median(measure.PairRatios(ota, native))
 	// Without the heartbeat waits, and the allowance of one heartbeat
 	// period per wave.
-	withoutHeartbeats := pick(f.ota, func(r rollout) time.Duration { return r.wall - r.waves.heartbeatWait(p.budget()) })
+	withoutHeartbeats := pick(f.ota, func(r rolloutRun) time.Duration { return r.wall - r.waves.heartbeatWait(p.budget()) })
 	rNoHB := measure.Median(measure.PairRatios(withoutHeartbeats, native))
-	hbWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.heartbeatWait(p.budget()) }))
-	nodeWait := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.waves.meanProofWait() }))
-	waves := measure.Median(pick(f.ota, func(r rollout) int { return r.waves.waves(p.budget()) }))
+	hbWait := measure.Median(pick(f.ota, func(r rolloutRun) time.Duration { return r.waves.heartbeatWait(p.budget()) }))
+	nodeWait := measure.Median(pick(f.ota, func(r rolloutRun) time.Duration { return r.waves.meanProofWait() }))
+	waves := measure.Median(pick(f.ota, func(r rolloutRun) int { return r.waves.waves(p.budget()) }))
 	period := p.rolloutHeartbeat.Period()
 	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*period
 	otaFree, nativeFree := freeToDelete(f.ota), freeToDelete(f.native)
 	otaP99 := measure.Percentile(otaFree, 0.99)
-	unavailable := func(r rollout) int { return r.maxUnavailable }
-	cpu := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.cpu }))
-	netCPU := measure.Median(pick(f.ota, func(r rollout) time.Duration { return r.cpu - r.idleCPU }))
-	watchOnly := measure.Median(pick(f.native, func(r rollout) time.Duration { return max(r.cpu-r.idleCPU, 0) }))
+	unavailable := func(r rolloutRun) int { return r.maxUnavailable }
+	cpu := measure.Median(pick(f.ota, func(r rolloutRun) time.Duration { return r.cpu }))
+	netCPU := measure.Median(pick(f.ota, func(r rolloutRun) time.Duration { return r.cpu - r.idleCPU }))
+	watchOnly := measure.Median(pick(f.native, func(r rolloutRun) time.Duration { return max(r.cpu-r.idleCPU, 0) }))
 	cpuTarget := controllerCPUNode * time.Duration(p.nodes)
 	reactionP := measure.Percentile(f.reaction, 0.99)
 	return table{
@@ -392,7 +392,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{"… net of watching the idle nodes for as long (median)", seconds(netCPU), "", "", fmt.Sprintf("≤ %s (1 ms per node)", seconds(cpuTarget)), verdict(netCPU <= cpuTarget)},
 			{"… per node", millis(netCPU / time.Duration(p.nodes)), "", "", "≤ " + millis(controllerCPUNode), verdict(netCPU <= cpuTarget)},
 			{"… of which receiving the rollout's pod events: the controller's CPU while it only watches the native rollout, net, per node (median)", "", millis(watchOnly / time.Duration(p.nodes)), "", "", ""},
-			{"node Lease reads per node and rollout (median)", fmt.Sprintf("%.2f", measure.Median(pick(f.ota, func(r rollout) float64 { return r.leaseReads }))/float64(p.nodes)), "", "", "", ""},
+			{"node Lease reads per node and rollout (median)", fmt.Sprintf("%.2f", measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.leaseReads }))/float64(p.nodes)), "", "", "", ""},
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
 			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
 		},

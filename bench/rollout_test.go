@@ -10,10 +10,10 @@ import (
 func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 	p := params{nodes: 100, rolloutHeartbeat: localcluster.Heartbeat{Interval: nodeHeartbeat}}
 	f := rolloutFigures{
-		ota: []rollout{{wall: 2 * time.Second, maxUnavailable: 10, cpu: 300 * time.Millisecond, idleCPU: 150 * time.Millisecond},
+		ota: []rolloutRun{{wall: 2 * time.Second, maxUnavailable: 10, cpu: 300 * time.Millisecond, idleCPU: 150 * time.Millisecond},
 			{wall: 9 * time.Second, maxUnavailable: 11, cpu: 400 * time.Millisecond, idleCPU: 100 * time.Millisecond},
 			{wall: 4 * time.Second, cpu: 250 * time.Millisecond, idleCPU: 100 * time.Millisecond}},
-		native: []rollout{{wall: time.Second, maxUnavailable: 10, cpu: 150 * time.Millisecond, idleCPU: 50 * time.Millisecond},
+		native: []rolloutRun{{wall: time.Second, maxUnavailable: 10, cpu: 150 * time.Millisecond, idleCPU: 50 * time.Millisecond},
 			{wall: 3 * time.Second, cpu: 90 * time.Millisecond, idleCPU: 100 * time.Millisecond}, {wall: 8 * time.Second, cpu: 200 * time.Millisecond}},
 		peakRSS: 61 << 20,
 	}
@@ -61,15 +61,15 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 
 func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testing.T) {
 	p := params{nodes: 100, rolloutHeartbeat: localcluster.Heartbeat{Interval: nodeHeartbeat}}
-	hb := func(wall, wait time.Duration, free ...time.Duration) rollout {
+	hb := func(wall, wait time.Duration, free ...time.Duration) rolloutRun {
 		// 100 nodes each waiting wait / 9 for a heartbeat: the first 9 of
 		// 10 waves of a budget of 10 spend wait on heartbeats within the
 		// wall time.
-		return rollout{wall: wall, waves: waveFigures{proofWait: 100 * wait / 9, proven: 100, replaced: 100, freeToDelete: free}}
+		return rolloutRun{wall: wall, waves: waveFigures{proofWait: 100 * wait / 9, proven: 100, replaced: 100, freeToDelete: free}}
 	}
 	f := rolloutFigures{
-		ota:    []rollout{hb(22*time.Second, 20*time.Second, 10*time.Millisecond), hb(23*time.Second, 20*time.Second, 150*time.Millisecond)},
-		native: []rollout{{wall: 2 * time.Second}, {wall: 2 * time.Second}},
+		ota:    []rolloutRun{hb(22*time.Second, 20*time.Second, 10*time.Millisecond), hb(23*time.Second, 20*time.Second, 150*time.Millisecond)},
+		native: []rolloutRun{{wall: 2 * time.Second}, {wall: 2 * time.Second}},
 	}
 	tb := rolloutTable(p, f)
 	// 2 s and 3 s against 2 s: pair ratios 1 and 1.5, median 1.25.

@@ -15,14 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // The opt-in contract of ota-controller.
 const (
-	advancedRollingUpdate = string(controller.StrategyAdvancedRollingUpdate)
-	otaStrategy           = string(controller.StrategyOTA)
+	advancedRollingUpdate = string(rollout.StrategyAdvancedRollingUpdate)
+	otaStrategy           = string(rollout.StrategyOTA)
 	maxUnavailable        = "10%"
 	containerName         = "app"
 )
@@ -75,7 +75,7 @@ func daemonSet(name, strategy string, nodeSelector map[string]string) *appsv1.Da
 		}
 		return ds
 	}
-	ds.Annotations = map[string]string{controller.StrategyAnnotation: strategy, controller.MaxUnavailableAnnotation: maxUnavailable}
+	ds.Annotations = map[string]string{rollout.StrategyAnnotation: strategy, rollout.MaxUnavailableAnnotation: maxUnavailable}
 	ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
 	return ds
 }
@@ -152,15 +152,15 @@ func deleteNamespace(ctx context.Context, client kubernetes.Interface, ns string
 
 // waitRolloutStatus waits until the controller's rollout status of
 // DaemonSet ns/ds satisfies cond; what names the awaited state in the error.
-func waitRolloutStatus(ctx context.Context, client kubernetes.Interface, ns, ds, what string, cond func(controller.RolloutStatus) bool) error {
+func waitRolloutStatus(ctx context.Context, client kubernetes.Interface, ns, ds, what string, cond func(rollout.Status) bool) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, settleTimeout, true, func(ctx context.Context) (bool, error) {
 		got, err := client.AppsV1().DaemonSets(ns).Get(ctx, ds, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		last = got.Annotations[controller.RolloutStatusAnnotation]
-		var st controller.RolloutStatus
+		last = got.Annotations[rollout.RolloutStatusAnnotation]
+		var st rollout.Status
 		return json.Unmarshal([]byte(last), &st) == nil && cond(st), nil
 	})
 	if err != nil {

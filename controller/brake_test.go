@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,9 +16,9 @@ import (
 )
 
 // rolloutStatuses returns the rollout statuses written, in order.
-func (f *fixture) rolloutStatuses() []RolloutStatus {
+func (f *fixture) rolloutStatuses() []rollout.Status {
 	f.t.Helper()
-	var out []RolloutStatus
+	var out []rollout.Status
 	for _, a := range f.allWrites() {
 		p, ok := a.(core.PatchAction)
 		if !ok || a.GetResource().Resource != "daemonsets" {
@@ -25,11 +26,11 @@ func (f *fixture) rolloutStatuses() []RolloutStatus {
 		}
 		annotations := f.patchAnnotations(p)
 		if len(annotations) != 1 {
-			f.t.Errorf("got a DaemonSet patch of annotations %v, want %s alone", annotations, RolloutStatusAnnotation)
+			f.t.Errorf("got a DaemonSet patch of annotations %v, want %s alone", annotations, rollout.RolloutStatusAnnotation)
 		}
-		var s RolloutStatus
-		if err := json.Unmarshal([]byte(annotations[RolloutStatusAnnotation]), &s); err != nil {
-			f.t.Fatalf("decoding the rollout status %q: %v", annotations[RolloutStatusAnnotation], err)
+		var s rollout.Status
+		if err := json.Unmarshal([]byte(annotations[rollout.RolloutStatusAnnotation]), &s); err != nil {
+			f.t.Fatalf("decoding the rollout status %q: %v", annotations[rollout.RolloutStatusAnnotation], err)
 		}
 		out = append(out, s)
 	}
@@ -37,7 +38,7 @@ func (f *fixture) rolloutStatuses() []RolloutStatus {
 }
 
 // lastStatus returns the last rollout status written, failing without one.
-func (f *fixture) lastStatus() RolloutStatus {
+func (f *fixture) lastStatus() rollout.Status {
 	f.t.Helper()
 	all := f.rolloutStatuses()
 	if len(all) == 0 {
@@ -139,7 +140,7 @@ func TestFailedAtTheDeadline(t *testing.T) {
 	}{
 		{"not ready within the default 600 s", advancedDaemonSet("2"), []podOption{notReady, createdAgo(11 * time.Minute)}, 1},
 		{"not ready, deadline not reached", advancedDaemonSet("2"), []podOption{notReady, createdAgo(9 * time.Minute)}, 0},
-		{"not ready past edgeota.io/progress-deadline-seconds", advancedDaemonSet("2", withAnnotation(ProgressDeadlineAnnotation, "60")),
+		{"not ready past edgeota.io/progress-deadline-seconds", advancedDaemonSet("2", withAnnotation(rollout.ProgressDeadlineAnnotation, "60")),
 			[]podOption{notReady, createdAgo(2 * time.Minute)}, 1},
 		{"crash loop fails at once", advancedDaemonSet("2"), []podOption{crashLooping, createdAgo(10 * time.Second)}, 1},
 	}
@@ -201,7 +202,7 @@ func TestUnavailableOldPodsCountAgainstTheBudget(t *testing.T) {
 }
 
 func TestFailedNodesHaltTheRollout(t *testing.T) {
-	objs := cluster(advancedDaemonSet("3", withAnnotation(MaxFailedAnnotation, "2")), readyNodes(6))
+	objs := cluster(advancedDaemonSet("3", withAnnotation(rollout.MaxFailedAnnotation, "2")), readyNodes(6))
 	objs = upgradedNode(objs, "0", corev1.ConditionTrue, 0, crashLooping)
 	objs = upgradedNode(objs, "1", corev1.ConditionUnknown, 200*time.Second)
 	f := newFixture(t, objs...)
@@ -214,11 +215,11 @@ func TestFailedNodesHaltTheRollout(t *testing.T) {
 		t.Errorf("got %+v, want halted with node-0 and node-1 failed", s)
 	}
 	events := f.events()
-	if got := countEvents(events, corev1.EventTypeWarning, ReasonRolloutHalted); got != 1 {
-		t.Fatalf("got events %q, want one %s", events, ReasonRolloutHalted)
+	if got := countEvents(events, corev1.EventTypeWarning, rollout.ReasonRolloutHalted); got != 1 {
+		t.Fatalf("got events %q, want one %s", events, rollout.ReasonRolloutHalted)
 	}
 	for _, e := range events {
-		if strings.Contains(e, ReasonRolloutHalted) && (!strings.Contains(e, "node-0 (CrashLoopBackOff") || !strings.Contains(e, "node-1 (NotReady after the upgrade")) {
+		if strings.Contains(e, rollout.ReasonRolloutHalted) && (!strings.Contains(e, "node-0 (CrashLoopBackOff") || !strings.Contains(e, "node-1 (NotReady after the upgrade")) {
 			t.Errorf("got %q, want the failed nodes named with why", e)
 		}
 	}
@@ -313,7 +314,7 @@ func TestFailedDeletionRequeues(t *testing.T) {
 	if got := f.c.queue.NumRequeues(testDSKey); got != 1 {
 		t.Errorf("got %d requeues with backoff, want 1", got)
 	}
-	f.wantEvent(f.events(), corev1.EventTypeWarning, ReasonFailedDelete)
+	f.wantEvent(f.events(), corev1.EventTypeWarning, rollout.ReasonFailedDelete)
 }
 
 // TestFailureRecordRebuiltByAFreshController: a controller that fails two
@@ -321,7 +322,7 @@ func TestFailedDeletionRequeues(t *testing.T) {
 // leader) reading only its caches and that annotation halts too, even though
 // one node has recovered, and says nothing new.
 func TestFailureRecordRebuiltByAFreshController(t *testing.T) {
-	ds := advancedDaemonSet("3", withAnnotation(MaxFailedAnnotation, "2"))
+	ds := advancedDaemonSet("3", withAnnotation(rollout.MaxFailedAnnotation, "2"))
 	objs := cluster(ds, readyNodes(6))
 	objs = upgradedNode(objs, "0", corev1.ConditionTrue, 0, crashLooping)
 	objs = upgradedNode(objs, "1", corev1.ConditionUnknown, 200*time.Second)
@@ -334,7 +335,7 @@ func TestFailureRecordRebuiltByAFreshController(t *testing.T) {
 
 	data, _ := json.Marshal(want)
 	restarted := ds.DeepCopy()
-	restarted.Annotations[RolloutStatusAnnotation] = string(data)
+	restarted.Annotations[rollout.RolloutStatusAnnotation] = string(data)
 	objs = replaceDaemonSet(objs, restarted)
 	objs = upgradedNode(objs, "1", corev1.ConditionTrue, 0) // node-1 came back, settled
 	fresh := newFixture(t, objs...)
@@ -345,8 +346,8 @@ func TestFailureRecordRebuiltByAFreshController(t *testing.T) {
 	if got := fresh.rolloutStatuses(); len(got) != 0 {
 		t.Errorf("got statuses written %+v, want none: nothing changed", got)
 	}
-	if events := fresh.events(); countEvents(events, corev1.EventTypeWarning, ReasonRolloutHalted) != 0 {
-		t.Errorf("got events %q, want no second %s", events, ReasonRolloutHalted)
+	if events := fresh.events(); countEvents(events, corev1.EventTypeWarning, rollout.ReasonRolloutHalted) != 0 {
+		t.Errorf("got events %q, want no second %s", events, rollout.ReasonRolloutHalted)
 	}
 }
 
@@ -354,22 +355,22 @@ func TestFailureRecordRebuiltByAFreshController(t *testing.T) {
 // lets the rollout go on; a rollback to an old hash gets a new revision
 // number, so it starts a fresh record too.
 func TestHaltEnds(t *testing.T) {
-	halted := RolloutStatus{Revision: 2, Hash: newHash, Total: 6, Failed: FailedNodes{Count: 2, Nodes: []string{"node-4", "node-5"}}, Halted: true}
+	halted := rollout.Status{Revision: 2, Hash: newHash, Total: 6, Failed: rollout.FailedNodes{Count: 2, Nodes: []string{"node-4", "node-5"}}, Halted: true}
 	tests := []struct {
 		name       string
-		record     RolloutStatus
+		record     rollout.Status
 		maxFailed  string
 		wantHalted bool
 	}{
 		{"still halted", halted, "2", true},
 		{"max-failed raised", halted, "3", false},
-		{"new template", func() RolloutStatus { s := halted; s.Hash, s.Revision = "older0", 1; return s }(), "2", false},
-		{"rollback: same hash, older number", func() RolloutStatus { s := halted; s.Revision = 1; return s }(), "2", false},
+		{"new template", func() rollout.Status { s := halted; s.Hash, s.Revision = "older0", 1; return s }(), "2", false},
+		{"rollback: same hash, older number", func() rollout.Status { s := halted; s.Revision = 1; return s }(), "2", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data, _ := json.Marshal(tt.record)
-			ds := advancedDaemonSet("3", withAnnotation(MaxFailedAnnotation, tt.maxFailed), withAnnotation(RolloutStatusAnnotation, string(data)))
+			ds := advancedDaemonSet("3", withAnnotation(rollout.MaxFailedAnnotation, tt.maxFailed), withAnnotation(rollout.RolloutStatusAnnotation, string(data)))
 			f := newFixture(t, cluster(ds, readyNodes(6))...)
 			f.sync()
 			halted := len(f.deletedPods()) == 0
@@ -381,14 +382,14 @@ func TestHaltEnds(t *testing.T) {
 				if got := len(f.deletedPods()); got != 1 {
 					t.Errorf("got %d deleted, want 1: two of the budget of 3 are held by the failed nodes", got)
 				}
-				f.wantEvent(f.events(), corev1.EventTypeNormal, ReasonRolloutResumed)
+				f.wantEvent(f.events(), corev1.EventTypeNormal, rollout.ReasonRolloutResumed)
 			}
 		})
 	}
 }
 
 func TestPauseHolds(t *testing.T) {
-	f := newFixture(t, cluster(advancedDaemonSet("2", withAnnotation(PausedAnnotation, "true")), readyNodes(4))...)
+	f := newFixture(t, cluster(advancedDaemonSet("2", withAnnotation(rollout.PausedAnnotation, "true")), readyNodes(4))...)
 	f.sync()
 	if got := f.deletedPods(); len(got) != 0 {
 		t.Errorf("got pods deleted %v while paused, want none", got)
@@ -400,10 +401,10 @@ func TestPauseHolds(t *testing.T) {
 
 func TestInvalidAnnotationsDeleteNothing(t *testing.T) {
 	for _, tt := range []struct{ key, value string }{
-		{MaxFailedAnnotation, "0"},
-		{MaxFailedAnnotation, "many"},
-		{ProgressDeadlineAnnotation, "-5"},
-		{PausedAnnotation, "maybe"},
+		{rollout.MaxFailedAnnotation, "0"},
+		{rollout.MaxFailedAnnotation, "many"},
+		{rollout.ProgressDeadlineAnnotation, "-5"},
+		{rollout.PausedAnnotation, "maybe"},
 	} {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
 			f := newFixture(t, cluster(advancedDaemonSet("2", withAnnotation(tt.key, tt.value)), readyNodes(3))...)
@@ -413,8 +414,8 @@ func TestInvalidAnnotationsDeleteNothing(t *testing.T) {
 				t.Errorf("got pods deleted %v, want none", got)
 			}
 			events := f.events()
-			if got := countEvents(events, corev1.EventTypeWarning, ReasonInvalidAnnotation); got != 1 {
-				t.Fatalf("got events %q after two syncs, want one %s", events, ReasonInvalidAnnotation)
+			if got := countEvents(events, corev1.EventTypeWarning, rollout.ReasonInvalidAnnotation); got != 1 {
+				t.Fatalf("got events %q after two syncs, want one %s", events, rollout.ReasonInvalidAnnotation)
 			}
 			if !strings.Contains(events[0], tt.key) || !strings.Contains(events[0], `"`+tt.value+`"`) {
 				t.Errorf("got %q, want the annotation and its value named", events[0])
@@ -429,9 +430,9 @@ func TestEventsOnlyOnChange(t *testing.T) {
 		ds     *appsv1.DaemonSet
 		reason string
 	}{
-		{"deprecated key", newDaemonSet(withAnnotation(LegacyStrategyAnnotation, "ota")), ReasonDeprecatedAnnotation},
-		{"invalid max-unavailable", advancedDaemonSet("lots"), ReasonInvalidMaxUnavailable},
-		{"unsupported update strategy", newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withUpdateStrategy(appsv1.RollingUpdateDaemonSetStrategyType)), ReasonUnsupportedUpdateStrategy},
+		{"deprecated key", newDaemonSet(withAnnotation(rollout.LegacyStrategyAnnotation, "ota")), rollout.ReasonDeprecatedAnnotation},
+		{"invalid max-unavailable", advancedDaemonSet("lots"), rollout.ReasonInvalidMaxUnavailable},
+		{"unsupported update strategy", newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withUpdateStrategy(appsv1.RollingUpdateDaemonSetStrategyType)), rollout.ReasonUnsupportedUpdateStrategy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -449,18 +450,18 @@ func TestEventsOnlyOnChange(t *testing.T) {
 
 func TestRolloutEvents(t *testing.T) {
 	// A rollout of revision 2 that was complete at revision 1: started.
-	prev, _ := json.Marshal(RolloutStatus{Revision: 1, Hash: oldHash, Updated: 3, Total: 3})
-	f := newFixture(t, cluster(advancedDaemonSet("1", withAnnotation(RolloutStatusAnnotation, string(prev))), readyNodes(3))...)
+	prev, _ := json.Marshal(rollout.Status{Revision: 1, Hash: oldHash, Updated: 3, Total: 3})
+	f := newFixture(t, cluster(advancedDaemonSet("1", withAnnotation(rollout.RolloutStatusAnnotation, string(prev))), readyNodes(3))...)
 	f.sync()
-	f.wantEvent(f.events(), corev1.EventTypeNormal, ReasonRolloutStarted)
+	f.wantEvent(f.events(), corev1.EventTypeNormal, rollout.ReasonRolloutStarted)
 
 	// Every node settled at revision 2: completed, once.
-	prev, _ = json.Marshal(RolloutStatus{Revision: 2, Hash: newHash, Updated: 2, Total: 3, InFlight: 1})
-	f = newFixture(t, cluster(advancedDaemonSet("1", withAnnotation(RolloutStatusAnnotation, string(prev))), readyNodes(3), newHash, newHash, newHash)...)
+	prev, _ = json.Marshal(rollout.Status{Revision: 2, Hash: newHash, Updated: 2, Total: 3, InFlight: 1})
+	f = newFixture(t, cluster(advancedDaemonSet("1", withAnnotation(rollout.RolloutStatusAnnotation, string(prev))), readyNodes(3), newHash, newHash, newHash)...)
 	f.sync()
 	events := f.events()
-	if got := countEvents(events, corev1.EventTypeNormal, ReasonRolloutCompleted); got != 1 {
-		t.Errorf("got events %q, want one %s", events, ReasonRolloutCompleted)
+	if got := countEvents(events, corev1.EventTypeNormal, rollout.ReasonRolloutCompleted); got != 1 {
+		t.Errorf("got events %q, want one %s", events, rollout.ReasonRolloutCompleted)
 	}
 	if s := f.lastStatus(); s.Updated != 3 || s.Total != 3 || s.InFlight != 0 {
 		t.Errorf("got %+v, want 3 of 3 updated", s)
@@ -471,7 +472,7 @@ func TestRolloutEvents(t *testing.T) {
 // that change within statusWriteInterval of the last write wait for it, the
 // DaemonSet requeued, and are written then.
 func TestRolloutStatusPaced(t *testing.T) {
-	f := newFixture(t, cluster(advancedDaemonSet("1", withAnnotation(PausedAnnotation, "true")), readyNodes(3))...)
+	f := newFixture(t, cluster(advancedDaemonSet("1", withAnnotation(rollout.PausedAnnotation, "true")), readyNodes(3))...)
 	f.sync()
 	f.sync() // same figures
 	if got := len(f.rolloutStatuses()); got != 1 {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // labelNode sets labels on the seeded node of the name.
@@ -43,7 +44,7 @@ func TestPartitionOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, cluster(advancedDaemonSet("100%", withAnnotation(PartitionAnnotation, tt.partition)), tt.ready, tt.upgraded...)...)
+			f := newFixture(t, cluster(advancedDaemonSet("100%", withAnnotation(rollout.PartitionAnnotation, tt.partition)), tt.ready, tt.upgraded...)...)
 			f.sync()
 			if got := slices.Sorted(slices.Values(f.deletedPods())); !slices.Equal(got, tt.want) {
 				t.Errorf("got pods deleted %v, want %v", got, tt.want)
@@ -53,7 +54,7 @@ func TestPartitionOrder(t *testing.T) {
 }
 
 func TestRolloutNodeSelector(t *testing.T) {
-	objs := cluster(advancedDaemonSet("100%", withAnnotation(RolloutNodeSelectorAnnotation, "fleet in (canary),!lab")), readyNodes(4))
+	objs := cluster(advancedDaemonSet("100%", withAnnotation(rollout.RolloutNodeSelectorAnnotation, "fleet in (canary),!lab")), readyNodes(4))
 	objs = labelNode(objs, "node-0", map[string]string{"fleet": "canary"})
 	objs = labelNode(objs, "node-1", map[string]string{"fleet": "canary", "lab": ""})
 	objs = labelNode(objs, "node-2", map[string]string{"fleet": "main"})
@@ -70,14 +71,14 @@ func TestRolloutNodeSelector(t *testing.T) {
 func TestRolloutNodeSelectorErrors(t *testing.T) {
 	for _, value := range []string{"fleet in (canary", "a=b=c", "!"} {
 		t.Run(value, func(t *testing.T) {
-			f := newFixture(t, cluster(advancedDaemonSet("100%", withAnnotation(RolloutNodeSelectorAnnotation, value)), readyNodes(2))...)
+			f := newFixture(t, cluster(advancedDaemonSet("100%", withAnnotation(rollout.RolloutNodeSelectorAnnotation, value)), readyNodes(2))...)
 			f.sync()
 			if got := f.deletedPods(); len(got) != 0 {
 				t.Errorf("got pods deleted %v, want none", got)
 			}
 			events := f.events()
-			if len(events) != 1 || !strings.Contains(events[0], ReasonInvalidAnnotation) || !strings.Contains(events[0], RolloutNodeSelectorAnnotation) {
-				t.Errorf("got events %q, want one %s naming %s", events, ReasonInvalidAnnotation, RolloutNodeSelectorAnnotation)
+			if len(events) != 1 || !strings.Contains(events[0], rollout.ReasonInvalidAnnotation) || !strings.Contains(events[0], rollout.RolloutNodeSelectorAnnotation) {
+				t.Errorf("got events %q, want one %s naming %s", events, rollout.ReasonInvalidAnnotation, rollout.RolloutNodeSelectorAnnotation)
 			}
 		})
 	}
@@ -107,13 +108,13 @@ func TestOTAControls(t *testing.T) {
 		annotation [2]string
 		want       map[string]string // pod → "True" or the reason of False
 	}{
-		{"paused", [2]string{PausedAnnotation, "true"}, map[string]string{"pod-0": "True", "pod-1": podcondition.ReasonNotOffered, "pod-2": podcondition.ReasonNotOffered}},
-		{"partition", [2]string{PartitionAnnotation, "1"}, map[string]string{"pod-0": "True", "pod-1": "True", "pod-2": podcondition.ReasonNotOffered}},
-		{"selector", [2]string{RolloutNodeSelectorAnnotation, "fleet=canary"}, map[string]string{"pod-0": "True", "pod-1": podcondition.ReasonNotOffered, "pod-2": "True"}},
+		{"paused", [2]string{rollout.PausedAnnotation, "true"}, map[string]string{"pod-0": "True", "pod-1": podcondition.ReasonNotOffered, "pod-2": podcondition.ReasonNotOffered}},
+		{"partition", [2]string{rollout.PartitionAnnotation, "1"}, map[string]string{"pod-0": "True", "pod-1": "True", "pod-2": podcondition.ReasonNotOffered}},
+		{"selector", [2]string{rollout.RolloutNodeSelectorAnnotation, "fleet=canary"}, map[string]string{"pod-0": "True", "pod-1": podcondition.ReasonNotOffered, "pod-2": "True"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(tt.annotation[0], tt.annotation[1]))
+			ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(tt.annotation[0], tt.annotation[1]))
 			objs := cluster(ds, readyNodes(3))
 			objs = replacePod(objs, newPod("pod-0", "node-0", oldHash, offered))
 			objs = labelNode(objs, "node-2", map[string]string{"fleet": "canary"})
@@ -145,7 +146,7 @@ func TestOTAControls(t *testing.T) {
 // TestOTABrake: once max-failed pods that owners upgraded have failed, the
 // offers not taken are withdrawn with RolloutHalted, naming why.
 func TestOTABrake(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(MaxFailedAnnotation, "1"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.MaxFailedAnnotation, "1"))
 	objs := cluster(ds, readyNodes(3))
 	objs = replacePod(objs, newPod("pod-0", "node-0", newHash, crashLooping, createdAgo(10*time.Second)))
 	objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, offeredFor(newHash)))
@@ -165,5 +166,5 @@ func TestOTABrake(t *testing.T) {
 	if e := patches["pod-0"]; len(e) != 1 || e[0]["status"] != "False" || e[0]["reason"] != "" {
 		t.Errorf("got the upgraded pod-0 patched %v, want False without a reason: it runs the target", e)
 	}
-	f.wantEvent(f.events(), corev1.EventTypeWarning, ReasonRolloutHalted)
+	f.wantEvent(f.events(), corev1.EventTypeWarning, rollout.ReasonRolloutHalted)
 }

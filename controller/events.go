@@ -7,60 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Event reasons recorded on DaemonSets. They are exported so that tools and
-// tests can match them without copying strings.
-const (
-	// ReasonDeprecatedAnnotation: the DaemonSet opts in with the spelling of
-	// the original design proposal; the event names the canonical key.
-	ReasonDeprecatedAnnotation = "DeprecatedAnnotation"
-	// ReasonUnsupportedUpdateStrategy: the DaemonSet opts in but does not use
-	// OnDelete, so the native controller owns its rollout and edgeota keeps out.
-	ReasonUnsupportedUpdateStrategy = "UnsupportedUpdateStrategy"
-	// ReasonInvalidStrategy: the opt-in annotation names no known strategy.
-	ReasonInvalidStrategy = "InvalidUpdateStrategy"
-	// ReasonInvalidMaxUnavailable: max-unavailable does not parse; nothing is
-	// deleted until it is fixed.
-	ReasonInvalidMaxUnavailable = "InvalidMaxUnavailable"
-	// ReasonInvalidAnnotation: one of edgeota's rollout controls does not
-	// parse; nothing is deleted or newly offered until it is fixed.
-	ReasonInvalidAnnotation = "InvalidAnnotation"
-	// ReasonRolloutStarted: pods are being moved to a new target revision.
-	ReasonRolloutStarted = "RolloutStarted"
-	// ReasonRolloutHalted: max-failed upgraded nodes failed; the event names
-	// why and which.
-	ReasonRolloutHalted = "RolloutHalted"
-	// ReasonRolloutPaused: edgeota.io/paused was set.
-	ReasonRolloutPaused = "RolloutPaused"
-	// ReasonRolloutResumed: a pause or halt ended.
-	ReasonRolloutResumed = "RolloutResumed"
-	// ReasonRolloutCompleted: every node runs the target revision, proven
-	// alive.
-	ReasonRolloutCompleted = "RolloutCompleted"
-	// ReasonFailedStatus: writing the rollout status failed; it is retried.
-	ReasonFailedStatus = "FailedUpdateRolloutStatus"
-	// ReasonDeletedPod: an out-of-date pod was deleted so that the DaemonSet
-	// controller recreates it from the current template.
-	ReasonDeletedPod = "SuccessfulDelete"
-	// ReasonFailedDelete: deleting an out-of-date pod failed; it is retried.
-	ReasonFailedDelete = "FailedDelete"
-	// ReasonFailedCondition: writing OTA conditions failed; it is retried.
-	ReasonFailedCondition = "FailedUpdateCondition"
-	// ReasonPrePullSucceeded: a node pulled the target revision's images.
-	ReasonPrePullSucceeded = "PrePullSucceeded"
-	// ReasonPrePullFailed: a node could not pull the target revision's images.
-	ReasonPrePullFailed = "PrePullFailed"
-	// ReasonFailedPrePullJob: creating or deleting a pre-pull Job failed; it
-	// is retried.
-	ReasonFailedPrePullJob = "FailedPrePullJob"
-	// ReasonHoldEnded: an owner's hold on a pod ended, or reached the
-	// DaemonSet's edgeota.io/max-hold-seconds; the node is upgraded in its
-	// turn.
-	ReasonHoldEnded = "HoldEnded"
-	// ReasonInvalidTimeZone, on a Node: its edgeota.io/time-zone names no
-	// IANA zone; windowed rollouts pass that node by until it is fixed.
-	ReasonInvalidTimeZone = "InvalidTimeZone"
-)
-
 // eventMemo remembers, per DaemonSet and reason, the message of the last
 // event recorded, so that a condition that holds (a deprecated key, an
 // invalid value) is reported when it appears or changes, not on every sync:

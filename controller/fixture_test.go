@@ -26,6 +26,7 @@ import (
 
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 const (
@@ -451,7 +452,7 @@ func offeredFor(hash string) podOption {
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[podchannel.OfferAnnotation] = value
+		pod.Annotations[rollout.OfferAnnotation] = value
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 var (
@@ -74,7 +75,7 @@ func (c *Controller) addHandlers(ds, revisions, pods, prePullPods, nodes, jobs, 
 func (c *Controller) updateDaemonSet(old, obj any) {
 	oldDS, ok1 := old.(*appsv1.DaemonSet)
 	ds, ok2 := obj.(*appsv1.DaemonSet)
-	if ok1 && ok2 && oldDS.Generation == ds.Generation && equalExcept(oldDS.Annotations, ds.Annotations, RolloutStatusAnnotation) {
+	if ok1 && ok2 && oldDS.Generation == ds.Generation && equalExcept(oldDS.Annotations, ds.Annotations, rollout.RolloutStatusAnnotation) {
 		return
 	}
 	c.enqueue(obj)

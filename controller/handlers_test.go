@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -100,7 +101,7 @@ func TestDeletionSeenEndsTheWait(t *testing.T) {
 // DaemonSet's status on every pod change of a rollout, which a sync never
 // reads: only spec and annotation changes enqueue it.
 func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
-	old := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"))
+	old := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"))
 	old.Generation = 3
 	old.Status.DesiredNumberScheduled = 5
 	tests := []struct {
@@ -111,11 +112,11 @@ func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 		{"status only", func(ds *appsv1.DaemonSet) { ds.Status.NumberReady = 7 }, nil},
 		{"nodes to run on: counted per node, never from the status", func(ds *appsv1.DaemonSet) { ds.Status.DesiredNumberScheduled = 6 }, nil},
 		{"spec", func(ds *appsv1.DaemonSet) { ds.Generation = 4 }, []string{testDSKey}},
-		{"annotation", func(ds *appsv1.DaemonSet) { ds.Annotations[MaxUnavailableAnnotation] = "2" }, []string{testDSKey}},
-		{"rollout status alone, the controller's own write", func(ds *appsv1.DaemonSet) { ds.Annotations[RolloutStatusAnnotation] = "{}" }, nil},
+		{"annotation", func(ds *appsv1.DaemonSet) { ds.Annotations[rollout.MaxUnavailableAnnotation] = "2" }, []string{testDSKey}},
+		{"rollout status alone, the controller's own write", func(ds *appsv1.DaemonSet) { ds.Annotations[rollout.RolloutStatusAnnotation] = "{}" }, nil},
 		{"rollout status and another annotation", func(ds *appsv1.DaemonSet) {
-			ds.Annotations[RolloutStatusAnnotation] = "{}"
-			ds.Annotations[PausedAnnotation] = "true"
+			ds.Annotations[rollout.RolloutStatusAnnotation] = "{}"
+			ds.Annotations[rollout.PausedAnnotation] = "true"
 		}, []string{testDSKey}},
 	}
 	for _, tt := range tests {

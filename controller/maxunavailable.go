@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // defaultMaxUnavailablePercent applies when max-unavailable is absent or zero:
@@ -22,7 +24,7 @@ func maxUnavailable(value string, nodes int) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(percent))
 	if err != nil || n < 0 || (isPercent && n > 100) {
-		return 0, fmt.Errorf("%s %q must be a non-negative integer or a percentage between 0%% and 100%%", MaxUnavailableAnnotation, value)
+		return 0, fmt.Errorf("%s %q must be a non-negative integer or a percentage between 0%% and 100%%", rollout.MaxUnavailableAnnotation, value)
 	}
 	if n == 0 {
 		n, isPercent = defaultMaxUnavailablePercent, true

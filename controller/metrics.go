@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -116,7 +117,7 @@ func (m *Metrics) conditionWritten(t corev1.PodConditionType) {
 }
 
 // rollout exports where the DaemonSet's rollout stands.
-func (m *Metrics) rollout(ds *appsv1.DaemonSet, s *RolloutStatus) {
+func (m *Metrics) rollout(ds *appsv1.DaemonSet, s *rollout.Status) {
 	for i, v := range []int{s.Updated, s.InFlight, s.Skipped, s.Failed.Count} {
 		m.rolloutNodes.WithLabelValues(ds.Namespace, ds.Name, rolloutStates[i]).Set(float64(v))
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // t0 is the fixtures' clock at the start of the deadline tests: a whole
@@ -83,7 +84,7 @@ func TestMissingReplacementsFailAtTheDeadline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ds := advancedDaemonSet("1", withAnnotation(ProgressDeadlineAnnotation, "20"))
+			ds := advancedDaemonSet("1", withAnnotation(rollout.ProgressDeadlineAnnotation, "20"))
 			objs := cluster(ds, readyNodes(3))
 			objs = replaceNode(objs, taint(newNode("node-0", corev1.ConditionTrue)))
 			f := newFixture(t, objs...)
@@ -139,7 +140,7 @@ func createdAt(at time.Time) podOption {
 // predecessor wrote before deleting, when each deletion was issued: the
 // failures land at the original deadlines.
 func TestRestartedControllerKeepsTheDeadline(t *testing.T) {
-	ds := advancedDaemonSet("2", withAnnotation(ProgressDeadlineAnnotation, "20"))
+	ds := advancedDaemonSet("2", withAnnotation(rollout.ProgressDeadlineAnnotation, "20"))
 	objs := cluster(ds, readyNodes(5))
 	objs = replaceNode(objs, taint(newNode("node-0", corev1.ConditionTrue)))
 	objs = replaceNode(objs, taint(newNode("node-1", corev1.ConditionTrue)))
@@ -182,7 +183,7 @@ func TestRestartedControllerKeepsTheDeadline(t *testing.T) {
 // is neither in flight nor failed; nor is one the controller had deleted
 // the pod of before the template moved away from it.
 func TestNodeTheTemplateLeftIsNotCounted(t *testing.T) {
-	ds := advancedDaemonSet("1", withAnnotation(ProgressDeadlineAnnotation, "20"), func(ds *appsv1.DaemonSet) {
+	ds := advancedDaemonSet("1", withAnnotation(rollout.ProgressDeadlineAnnotation, "20"), func(ds *appsv1.DaemonSet) {
 		ds.Spec.Template.Spec.NodeSelector = map[string]string{"fleet": "a"}
 	})
 	objs := cluster(ds, readyNodes(4))
@@ -214,7 +215,7 @@ func TestNodeTheTemplateLeftIsNotCounted(t *testing.T) {
 // being NotReady (no pod of the revision ran there); it fails once it is
 // Ready past the deadline.
 func TestPodlessNotReadyNodeFailsOnlyWhenReady(t *testing.T) {
-	ds := advancedDaemonSet("1", withAnnotation(ProgressDeadlineAnnotation, "20"))
+	ds := advancedDaemonSet("1", withAnnotation(rollout.ProgressDeadlineAnnotation, "20"))
 	objs := cluster(ds, readyNodes(3))
 	objs = replaceNode(withoutPods(objs, "pod-0"), newNode("node-0", corev1.ConditionUnknown))
 	objs = append(objs, recordOf(map[string]recordEntry{"node-0": inFlightSince("pod-0", time.Minute)}))
@@ -238,8 +239,8 @@ func TestPodlessNotReadyNodeFailsOnlyWhenReady(t *testing.T) {
 // it counts among the failures, in the total and in the base of max-failed
 // percentages, and the offers not taken are withdrawn.
 func TestOTABrakeCountsMissingReplacements(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(ProgressDeadlineAnnotation, "20"),
-		withAnnotation(MaxFailedAnnotation, "25%"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.ProgressDeadlineAnnotation, "20"),
+		withAnnotation(rollout.MaxFailedAnnotation, "25%"))
 	objs := cluster(ds, readyNodes(4))
 	taken := newPod("pod-0", "node-0", oldHash, offeredFor(newHash), func(p *corev1.Pod) {
 		p.DeletionTimestamp = &metav1.Time{Time: t0}
@@ -299,15 +300,15 @@ func TestRolloutGauges(t *testing.T) {
 func TestInvalidPartitionDeletesNothing(t *testing.T) {
 	for _, value := range []string{"-1", "many", "101%", "1.5"} {
 		t.Run(value, func(t *testing.T) {
-			f := newFixture(t, cluster(advancedDaemonSet("2", withAnnotation(PartitionAnnotation, value)), readyNodes(3))...)
+			f := newFixture(t, cluster(advancedDaemonSet("2", withAnnotation(rollout.PartitionAnnotation, value)), readyNodes(3))...)
 			f.sync()
 			if got := f.deletedPods(); len(got) != 0 {
 				t.Errorf("got pods deleted %v, want none", got)
 			}
 			events := f.events()
-			if countEvents(events, corev1.EventTypeWarning, ReasonInvalidAnnotation) != 1 || !strings.Contains(events[0], PartitionAnnotation) ||
+			if countEvents(events, corev1.EventTypeWarning, rollout.ReasonInvalidAnnotation) != 1 || !strings.Contains(events[0], rollout.PartitionAnnotation) ||
 				!strings.Contains(events[0], `"`+value+`"`) {
-				t.Errorf("got events %q, want one %s naming %s and %q", events, ReasonInvalidAnnotation, PartitionAnnotation, value)
+				t.Errorf("got events %q, want one %s naming %s and %q", events, rollout.ReasonInvalidAnnotation, rollout.PartitionAnnotation, value)
 			}
 		})
 	}
@@ -316,7 +317,7 @@ func TestInvalidPartitionDeletesNothing(t *testing.T) {
 // TestOTAInvalidAnnotationOffersNothing: an OTA DaemonSet with an invalid
 // control makes no new offer until it is fixed.
 func TestOTAInvalidAnnotationOffersNothing(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(MaxFailedAnnotation, "none"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.MaxFailedAnnotation, "none"))
 	f := newFixture(t, cluster(ds, readyNodes(3))...)
 	f.sync()
 	for pod, entries := range f.conditionPatches() {
@@ -326,7 +327,7 @@ func TestOTAInvalidAnnotationOffersNothing(t *testing.T) {
 			}
 		}
 	}
-	f.wantEvent(f.events(), corev1.EventTypeWarning, ReasonInvalidAnnotation)
+	f.wantEvent(f.events(), corev1.EventTypeWarning, rollout.ReasonInvalidAnnotation)
 }
 
 // TestNodeLabelChangeQueuesItsDaemonSets: a node's label change queues the

@@ -15,6 +15,7 @@ import (
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // syncOTA keeps PodNeedUpgrade on every pod of the DaemonSet, disconnected
@@ -27,7 +28,7 @@ import (
 // comes included), withdraws the offers not yet taken (False,
 // RolloutHalted).
 func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision) error {
-	r, err := c.assess(ctx, ds, key, StrategyOTA, target)
+	r, err := c.assess(ctx, ds, key, rollout.StrategyOTA, target)
 	if r == nil || err != nil {
 		return err
 	}
@@ -77,11 +78,11 @@ func (c *Controller) syncOTA(ctx context.Context, ds *appsv1.DaemonSet, key stri
 
 // offersOutstanding counts the offers standing, with the earliest upgrade
 // deadline among them (none without edgeota.io/upgrade-deadline-seconds).
-func (c *Controller) offersOutstanding(standing map[*corev1.Pod]bool, cfg *settings, target revision) *TimedNodes {
+func (c *Controller) offersOutstanding(standing map[*corev1.Pod]bool, cfg *settings, target revision) *rollout.TimedNodes {
 	if len(standing) == 0 {
 		return nil
 	}
-	out := &TimedNodes{Count: len(standing)}
+	out := &rollout.TimedNodes{Count: len(standing)}
 	if cfg.upgradeDeadline == 0 {
 		return out
 	}
@@ -144,7 +145,7 @@ func (c *Controller) admitOffers(cfg *settings, v *dsView, fresh []*corev1.Pod, 
 // offer writes PodNeedUpgrade on every live pod: True on the target's offers
 // (admitted, and standing ones), False with the reason on the others, and
 // serves their pre-pull requests.
-func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target revision, cfg *settings, status *RolloutStatus,
+func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target revision, cfg *settings, status *rollout.Status,
 	pods []*corev1.Pod, standing map[*corev1.Pod]bool, admitted []*corev1.Pod) error {
 	revisionMessage := podcondition.RevisionMessage(target.hash)
 	offered := map[*corev1.Pod]bool{} // admitted, and not paused
@@ -192,7 +193,7 @@ func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target rev
 	if len(errs) == 0 {
 		return nil
 	}
-	c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedCondition,
+	c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedCondition,
 		"%d of %d OTA writes failed, will retry; first: %v", len(errs), len(tasks), errs[0])
 	return errors.Join(errs...)
 }
@@ -201,11 +202,11 @@ func (c *Controller) offer(ctx context.Context, ds *appsv1.DaemonSet, target rev
 func (c *Controller) notOfferedWhy(cfg *settings, pod *corev1.Pod) string {
 	switch {
 	case cfg.paused:
-		return PausedAnnotation + " is true"
+		return rollout.PausedAnnotation + " is true"
 	case !cfg.matches(c, nodeOfPod(pod)):
-		return "node outside " + RolloutNodeSelectorAnnotation
+		return "node outside " + rollout.RolloutNodeSelectorAnnotation
 	default:
-		return "held back by " + PartitionAnnotation
+		return "held back by " + rollout.PartitionAnnotation
 	}
 }
 
@@ -222,7 +223,7 @@ func offerFor(ds *appsv1.DaemonSet, target revision, cfg *settings, pod *corev1.
 	if o.Images == nil {
 		o.Images = podchannel.ImagesOf(&ds.Spec.Template.Spec) // a revision whose data names no container
 	}
-	if v, ok := ds.Annotations[ProgressDeadlineAnnotation]; ok {
+	if v, ok := ds.Annotations[rollout.ProgressDeadlineAnnotation]; ok {
 		if d, err := health.ParseProgressDeadline(v); err == nil {
 			o.ProgressDeadlineSeconds = int64(d / time.Second)
 		}
@@ -261,7 +262,7 @@ func (c *Controller) writeOffer(ctx context.Context, pod *corev1.Pod, offer *pod
 	if err != nil {
 		return err
 	}
-	if _, err := podcondition.Annotate(ctx, c.client.CoreV1(), pod, podcondition.Annotations{podchannel.OfferAnnotation: &value}, FieldManager); err != nil {
+	if _, err := podcondition.Annotate(ctx, c.client.CoreV1(), pod, podcondition.Annotations{rollout.OfferAnnotation: &value}, FieldManager); err != nil {
 		return err
 	}
 	c.written.record(pod, offerWrite)
@@ -277,7 +278,7 @@ func (c *Controller) setCondition(ctx context.Context, pod *corev1.Pod, want cor
 		if err != nil {
 			return err
 		}
-		annotations = podcondition.Annotations{podchannel.OfferAnnotation: &value}
+		annotations = podcondition.Annotations{rollout.OfferAnnotation: &value}
 	}
 	if _, err := podcondition.SetAnnotated(ctx, c.client.CoreV1(), pod, want, annotations, FieldManager); err != nil {
 		return err

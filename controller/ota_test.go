@@ -13,10 +13,11 @@ import (
 
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 func otaDaemonSet() []runtime.Object {
-	return append([]runtime.Object{newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"))}, revisions()...)
+	return append([]runtime.Object{newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"))}, revisions()...)
 }
 
 func TestOTAMarksEveryPod(t *testing.T) {
@@ -108,7 +109,7 @@ func TestOTARemovesImageReadyOfOlderRevision(t *testing.T) {
 }
 
 func TestOTAWaitsForControllerRevision(t *testing.T) {
-	f := newFixture(t, newDaemonSet(withAnnotation(StrategyAnnotation, "OTA")), newNode("ready", corev1.ConditionTrue), newPod("p", "ready", oldHash))
+	f := newFixture(t, newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA")), newNode("ready", corev1.ConditionTrue), newPod("p", "ready", oldHash))
 	f.sync()
 	if w := f.writes(); len(w) != 0 {
 		t.Errorf("got writes %v, want none before the DaemonSet has a ControllerRevision", w)
@@ -145,7 +146,7 @@ func (f *fixture) offerPatches() map[string][]*podchannel.Offer {
 		if !ok || a.GetSubresource() != "status" {
 			continue
 		}
-		value, ok := f.patchAnnotations(p)[podchannel.OfferAnnotation]
+		value, ok := f.patchAnnotations(p)[rollout.OfferAnnotation]
 		if !ok {
 			continue
 		}
@@ -162,7 +163,7 @@ func (f *fixture) offerPatches() map[string][]*podchannel.Offer {
 // the target's images and progress deadline ride in the very patch that
 // sets PodNeedUpgrade, one write per pod.
 func TestOfferTravelsWithPodNeedUpgrade(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(ProgressDeadlineAnnotation, "120"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.ProgressDeadlineAnnotation, "120"))
 	objs := append([]runtime.Object{ds}, revisions()...)
 	objs = append(objs, newNode("ready", corev1.ConditionTrue), newPod("old", "ready", oldHash))
 	f := newFixture(t, objs...)
@@ -191,7 +192,7 @@ func TestOfferTravelsWithPodNeedUpgrade(t *testing.T) {
 // read back from the pod, so a restarted controller keeps it too), and
 // starts again for a new revision.
 func TestOfferedAtKeptWhenWithdrawnAndResetByANewRevision(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(MaxFailedAnnotation, "1"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.MaxFailedAnnotation, "1"))
 	objs := cluster(ds, readyNodes(3))
 	objs = replacePod(objs, newPod("pod-0", "node-0", newHash, crashLooping, createdAgo(10*time.Second)))
 	objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, offeredFor(newHash)))
@@ -235,7 +236,7 @@ func TestOfferedAtResetByANewRevision(t *testing.T) {
 // the old revision, whose template generation the stale DaemonSet still
 // names, is out of date all the same, and is offered the target at once.
 func TestStaleGenerationDoesNotHideTheUpgrade(t *testing.T) {
-	stale := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(templateGenerationAnnot, "1"))
+	stale := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(templateGenerationAnnot, "1"))
 	old := newPod("old", "ready", oldHash, func(p *corev1.Pod) { p.Labels[podTemplateGenerationLabel] = "1" })
 	f := newFixture(t, append(append([]runtime.Object{stale}, revisions()...), newNode("ready", corev1.ConditionTrue), old)...)
 	f.sync()
@@ -251,7 +252,7 @@ func TestStaleGenerationDoesNotHideTheUpgrade(t *testing.T) {
 // an offer of it names that revision's own images, so a pod already offered
 // it is not written; the new revision then writes each pod once.
 func TestDaemonSetAheadOfItsRevisionRewritesNoOffer(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"))
 	revs := revisions()
 	revs[0].(*appsv1.ControllerRevision).Data = templateData(t, ds.Spec.Template) // newHash's template
 	ds.Spec.Template.Spec.Containers[0].Image = "nginx:1.19.5"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // prePullTask returns the work that serves the pod's pre-pull request, or nil
@@ -103,7 +104,7 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 			return nil // created by an earlier sync whose Job the cache does not show yet
 		}
 		if err != nil {
-			c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedPrePullJob, "Creating pre-pull job for pod %s failed: %v", pod.Name, err)
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedPrePullJob, "Creating pre-pull job for pod %s failed: %v", pod.Name, err)
 			return fmt.Errorf("creating pre-pull job %s/%s: %w", want.Namespace, want.Name, err)
 		}
 		logger.V(2).Info("Created pre-pull job", "job", klog.KObj(want))
@@ -124,9 +125,9 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 		return err
 	}
 	if outcome == pullFailed {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonPrePullFailed, "Pre-pull for pod %s on node %s failed: %s", pod.Name, pod.Spec.NodeName, why)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-pull for pod %s on node %s failed: %s", pod.Name, pod.Spec.NodeName, why)
 	} else {
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonPrePullSucceeded, "Pre-pulled revision %s for pod %s on node %s", target, pod.Name, pod.Spec.NodeName)
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonPrePullSucceeded, "Pre-pulled revision %s for pod %s on node %s", target, pod.Name, pod.Spec.NodeName)
 	}
 	logger.V(2).Info("Pre-pull finished", "job", klog.KObj(job), "succeeded", outcome == pullSucceeded)
 	return c.deleteJob(ctx, ds, job)
@@ -141,7 +142,7 @@ func (c *Controller) deleteJob(ctx context.Context, ds *appsv1.DaemonSet, job *b
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}
-	c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedPrePullJob, "Deleting pre-pull job %s failed: %v", job.Name, err)
+	c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedPrePullJob, "Deleting pre-pull job %s failed: %v", job.Name, err)
 	return fmt.Errorf("deleting pre-pull job %s/%s: %w", job.Namespace, job.Name, err)
 }
 

@@ -13,6 +13,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 func imageReady(status corev1.ConditionStatus, reason, hash string) corev1.PodCondition {
@@ -130,10 +131,10 @@ func TestPrePullResult(t *testing.T) {
 		wantReason string
 		wantEvent  string
 	}{
-		{"success", []corev1.ContainerState{exited, running}, false, corev1.ConditionTrue, podcondition.ReasonPullImageSuccess, ReasonPrePullSucceeded},
-		{"success although the command failed", []corev1.ContainerState{startError, startError}, true, corev1.ConditionTrue, podcondition.ReasonPullImageSuccess, ReasonPrePullSucceeded},
-		{"image pull failure", []corev1.ContainerState{exited, pullError}, false, corev1.ConditionFalse, podcondition.ReasonPullImageFail, ReasonPrePullFailed},
-		{"job failed before any container started", nil, true, corev1.ConditionFalse, podcondition.ReasonPullImageFail, ReasonPrePullFailed},
+		{"success", []corev1.ContainerState{exited, running}, false, corev1.ConditionTrue, podcondition.ReasonPullImageSuccess, rollout.ReasonPrePullSucceeded},
+		{"success although the command failed", []corev1.ContainerState{startError, startError}, true, corev1.ConditionTrue, podcondition.ReasonPullImageSuccess, rollout.ReasonPrePullSucceeded},
+		{"image pull failure", []corev1.ContainerState{exited, pullError}, false, corev1.ConditionFalse, podcondition.ReasonPullImageFail, rollout.ReasonPrePullFailed},
+		{"job failed before any container started", nil, true, corev1.ConditionFalse, podcondition.ReasonPullImageFail, rollout.ReasonPrePullFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,7 +106,7 @@ type rolloutRecord struct {
 	// writing serialises writes: one at a time per record.
 	writing sync.Mutex
 	// shown and shownWhy cache display's answer for shown.Count failures.
-	shown    FailedNodes
+	shown    rollout.FailedNodes
 	shownWhy string
 }
 
@@ -218,7 +219,7 @@ func (r *rolloutRecord) failedNodes() (names []string, why map[string]string) {
 // status shows them (the count, and the first recordedFailedNodes in name
 // order with why), and a description naming them for an event. Computed
 // once per count of failures: a sync builds the status every time.
-func (r *rolloutRecord) display() (FailedNodes, string) {
+func (r *rolloutRecord) display() (rollout.FailedNodes, string) {
 	r.mu.Lock()
 	count := r.failed
 	if r.shown.Count == count { // failures only ever grow: the same count is the same set
@@ -227,9 +228,9 @@ func (r *rolloutRecord) display() (FailedNodes, string) {
 	}
 	r.mu.Unlock()
 	names, why := r.failedNodes()
-	shown := FailedNodes{Count: len(names)}
+	shown := rollout.FailedNodes{Count: len(names)}
 	var b strings.Builder
-	for _, n := range names[:min(len(names), recordedFailedNodes)] {
+	for _, n := range names[:min(len(names), rollout.ShownNodes)] {
 		shown.Nodes = append(shown.Nodes, n)
 		if why[n] != "" {
 			if shown.Reasons == nil {
@@ -260,7 +261,7 @@ func (r *rolloutRecord) display() (FailedNodes, string) {
 // whoever wrote it; its entries are skipped and it is rewritten. Without a
 // record, the failures an older edgeota kept in the rollout status (prev) are
 // taken over.
-func (c *Controller) loadRecord(ds *appsv1.DaemonSet, key string, rev revision, prev *RolloutStatus) (*rolloutRecord, []string) {
+func (c *Controller) loadRecord(ds *appsv1.DaemonSet, key string, rev revision, prev *rollout.Status) (*rolloutRecord, []string) {
 	r := newRolloutRecord(ds.UID, key, rev)
 	var stale []string
 	objs, _ := c.recordIndexer.ByIndex(byRecordOwner, string(ds.UID))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // Labels and annotations the native DaemonSet controller writes; edgeota reads
@@ -51,7 +52,7 @@ func (c *Controller) targetRevision(ds *appsv1.DaemonSet, key string) (revision,
 	if err != nil {
 		return revision{}, fmt.Errorf("listing controller revisions of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
-	current := NewestRevision(ds.UID, revisions)
+	current := rollout.NewestRevision(ds.UID, revisions)
 	if current == nil {
 		return revision{}, nil
 	}
@@ -144,23 +145,6 @@ func revisionImages(r *appsv1.ControllerRevision) map[string]string {
 		return nil
 	}
 	return podchannel.ImagesOf(&d.Spec.Template.Spec)
-}
-
-// NewestRevision returns, among revisions, the one the DaemonSet with the
-// UID controls with the highest .revision: the target the controller rolls
-// out, and what its rollout status is about; nil when there is none. The
-// kubectl plugin tells a stale status by it.
-func NewestRevision(dsUID types.UID, revisions []*appsv1.ControllerRevision) *appsv1.ControllerRevision {
-	var current *appsv1.ControllerRevision
-	for _, r := range revisions {
-		if ref := controllerOf(r); ref == nil || ref.UID != dsUID {
-			continue
-		}
-		if current == nil || r.Revision > current.Revision {
-			current = r
-		}
-	}
-	return current
 }
 
 // upToDate reports whether the pod runs the target revision: by its hash

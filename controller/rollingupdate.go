@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // rollingUpdate deletes out-of-date pods on Ready nodes within max-unavailable,
@@ -24,7 +25,7 @@ import (
 // their pods are upgraded when they come back (the node handler requeues the
 // DaemonSet).
 func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, key string, target revision) error {
-	r, err := c.assess(ctx, ds, key, StrategyAdvancedRollingUpdate, target)
+	r, err := c.assess(ctx, ds, key, rollout.StrategyAdvancedRollingUpdate, target)
 	if r == nil || err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ke
 // that its owner sees the limit that will end the hold (the node agent
 // reads nothing but its pods). AdvancedRollingUpdate writes no offer
 // otherwise: one write per held pod, once.
-func (c *Controller) showHoldLimits(ctx context.Context, ds *appsv1.DaemonSet, key string, r *rollout) {
+func (c *Controller) showHoldLimits(ctx context.Context, ds *appsv1.DaemonSet, key string, r *assessment) {
 	var tasks []func(context.Context) error
 	for node := range r.view.heldNodes {
 		pod := r.view.nodes[node].pods.oldPod
@@ -93,15 +94,15 @@ type intentsMark struct {
 
 // rollout is where one sync found a DaemonSet's rollout: its settings, its
 // view of the nodes, the record, and the status it last wrote.
-type rollout struct {
+type assessment struct {
 	tracker     *tracker
 	view        *dsView
 	record      *rolloutRecord
 	cfg         settings
 	target      revision
-	strategy    Strategy
+	strategy    rollout.Strategy
 	statusValue string
-	prev        *RolloutStatus
+	prev        *rollout.Status
 	// grew: the record holds failures the status does not show yet;
 	// failures names them for an event.
 	grew     bool
@@ -114,7 +115,7 @@ type rollout struct {
 // requeues the DaemonSet for its next change by the clock. A nil rollout
 // with a nil error means the DaemonSet waits for a change (invalid
 // settings, said in an event).
-func (c *Controller) assess(ctx context.Context, ds *appsv1.DaemonSet, key string, strategy Strategy, target revision) (*rollout, error) {
+func (c *Controller) assess(ctx context.Context, ds *appsv1.DaemonSet, key string, strategy rollout.Strategy, target revision) (*assessment, error) {
 	cfg, err := rolloutSettings(ds, 0)
 	if !c.settingsValid(ds, key, err) {
 		return nil, nil
@@ -137,7 +138,7 @@ func (c *Controller) assess(ctx context.Context, ds *appsv1.DaemonSet, key strin
 	}
 	in := &judgeInput{ds: ds, strategy: strategy, target: target, cfg: &cfg, record: t.record, deleting: t.deleting, now: now}
 	c.refresh(t, in)
-	r := &rollout{tracker: t, view: t.view, record: t.record, target: target, strategy: strategy, statusValue: statusValue, prev: prev}
+	r := &assessment{tracker: t, view: t.view, record: t.record, target: target, strategy: strategy, statusValue: statusValue, prev: prev}
 	t.mu.Unlock()
 
 	// Percentages are of the nodes running the DaemonSet, now known.
@@ -172,26 +173,26 @@ func (c *Controller) assess(ctx context.Context, ds *appsv1.DaemonSet, key strin
 // halted or paused if it is; failed names what failed ("nodes", "upgraded
 // nodes"). heldBack counts the candidates the selector and the partition
 // hold back; a pause holds back the admitted ones as well.
-func (r *rollout) status(heldBack, admitted int, failed string) RolloutStatus {
+func (r *assessment) status(heldBack, admitted int, failed string) rollout.Status {
 	v := r.view
 	shown, _ := r.record.display()
-	s := RolloutStatus{
+	s := rollout.Status{
 		Revision: r.target.number, Hash: r.target.hash, Strategy: r.strategy,
 		Updated: v.counts[nodeSettled] + v.skippedUpdated, Total: len(v.nodes),
 		InFlight: v.counts[nodeInFlight], Skipped: v.counts[nodeSkipped], Failed: shown, HeldBack: heldBack,
 		Paused: r.cfg.paused, Halted: shown.Count >= r.cfg.maxFailed,
 	}
 	if n := v.held.total(); n > 0 {
-		s.Held = &TimedNodes{Count: n, At: &metav1.Time{Time: v.held.latest()}}
+		s.Held = &rollout.TimedNodes{Count: n, At: &metav1.Time{Time: v.held.latest()}}
 	}
 	if n := v.waiting.total(); n > 0 {
-		s.WaitingForWindow = &TimedNodes{Count: n, At: &metav1.Time{Time: v.waiting.earliest()}}
+		s.WaitingForWindow = &rollout.TimedNodes{Count: n, At: &metav1.Time{Time: v.waiting.earliest()}}
 	}
 	switch {
 	case s.Halted:
 		s.Reason = fmt.Sprintf("%d %s failed (max-failed %d)", s.Failed.Count, failed, r.cfg.maxFailed)
 	case r.cfg.paused:
-		s.Reason = PausedAnnotation + " is true"
+		s.Reason = rollout.PausedAnnotation + " is true"
 		s.HeldBack += admitted
 	}
 	return s
@@ -249,7 +250,7 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 			if err == nil || apierrors.IsNotFound(err) {
 				if err == nil {
 					c.metrics.podDeleted()
-					c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonDeletedPod, "Deleted pod %s on node %s to upgrade it to revision %s", pod.Name, n.name, target.hash)
+					c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonDeletedPod, "Deleted pod %s on node %s to upgrade it to revision %s", pod.Name, n.name, target.hash)
 				}
 				return nil // gone, by us or before us: its node is in flight
 			}
@@ -262,7 +263,7 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 			t.dirty[n.name] = true
 			t.mu.Unlock()
 			r.set(n.name, recordEntry{State: entryInFlight, Pod: pod.UID})
-			c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedDelete, "Deleting pod %s on node %s failed: %v", pod.Name, n.name, err)
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedDelete, "Deleting pod %s on node %s failed: %v", pod.Name, n.name, err)
 			return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
@@ -285,7 +286,7 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 // as the last scan left them, and skips the scan: at 2,000 nodes it walked
 // 200 of them at every sync. An entry lost meanwhile costs only time:
 // deleteOldPods writes any entry missing before it deletes.
-func (c *Controller) writeIntents(ctx context.Context, key string, r *rollout, taken []*nodeInfo, partitioned bool) {
+func (c *Controller) writeIntents(ctx context.Context, key string, r *assessment, taken []*nodeInfo, partitioned bool) {
 	limit := r.cfg.maxUnavailable + len(taken)
 	mark := intentsMark{view: r.view, record: r.record, takeableChanges: r.view.takeableChanges, limit: limit, partitioned: partitioned}
 	if len(taken) == 0 && r.tracker.intents == mark {

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/edgeota/edgeota/rollout"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,9 +17,9 @@ import (
 )
 
 func advancedDaemonSet(maxUnavailable string, opts ...dsOption) *appsv1.DaemonSet {
-	opts = append(opts, withAnnotation(StrategyAnnotation, "AdvancedRollingUpdate"))
+	opts = append(opts, withAnnotation(rollout.StrategyAnnotation, "AdvancedRollingUpdate"))
 	if maxUnavailable != "" {
-		opts = append(opts, withAnnotation(MaxUnavailableAnnotation, maxUnavailable))
+		opts = append(opts, withAnnotation(rollout.MaxUnavailableAnnotation, maxUnavailable))
 	}
 	return newDaemonSet(opts...)
 }
@@ -54,8 +56,8 @@ func TestRollingUpdateAllNodesReady(t *testing.T) {
 			if got := len(f.conditionPatches()); got != 0 {
 				t.Errorf("got %d condition patches, want none in AdvancedRollingUpdate", got)
 			}
-			if got := countEvents(f.events(), corev1.EventTypeNormal, ReasonDeletedPod); got != tt.want {
-				t.Errorf("got %d %s events, want %d", got, ReasonDeletedPod, tt.want)
+			if got := countEvents(f.events(), corev1.EventTypeNormal, rollout.ReasonDeletedPod); got != tt.want {
+				t.Errorf("got %d %s events, want %d", got, rollout.ReasonDeletedPod, tt.want)
 			}
 		})
 	}
@@ -142,7 +144,7 @@ func TestInvalidMaxUnavailableDeletesNothing(t *testing.T) {
 	if got := f.deletedPods(); len(got) != 0 {
 		t.Errorf("got pods deleted %v, want none", got)
 	}
-	f.wantEvent(f.events(), corev1.EventTypeWarning, ReasonInvalidMaxUnavailable)
+	f.wantEvent(f.events(), corev1.EventTypeWarning, rollout.ReasonInvalidMaxUnavailable)
 }
 
 func TestNotReadyNodeTurningReadyIsUpgraded(t *testing.T) {
@@ -193,7 +195,7 @@ func TestDecidesOnACacheLaggingItsDeletions(t *testing.T) {
 			t.Fatal(err)
 		}
 		ds := obj.(*appsv1.DaemonSet).DeepCopy()
-		ds.Annotations[MaxUnavailableAnnotation] = budget
+		ds.Annotations[rollout.MaxUnavailableAnnotation] = budget
 		if err := f.indexer(ds).Update(ds); err != nil {
 			t.Fatal(err)
 		}

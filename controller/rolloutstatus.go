@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,90 +16,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// recordedFailedNodes is how many failed nodes the rollout status names; past
-// it, only their count is kept (the status is for humans, and a halt comes at
-// max-failed, which is rarely larger).
-const recordedFailedNodes = 10
-
 // statusWriteInterval is the least time between two writes of one
 // DaemonSet's rollout status: a 1,000-node rollout changes its figures on
 // every pod event.
 const statusWriteInterval = time.Second
-
-// RolloutStatus is the JSON in RolloutStatusAnnotation: where the rollout of
-// the target revision stands, for `kubectl describe ds`, and the record of
-// its failed nodes, from which a restarted controller or a new leader
-// rebuilds the same decisions.
-type RolloutStatus struct {
-	// Revision is the target ControllerRevision's number; Hash its hash. A
-	// rollback reuses a hash under a new number, and starts a new record.
-	Revision int64  `json:"revision"`
-	Hash     string `json:"hash"`
-	// Updated counts the nodes whose pod runs the target revision and has
-	// settled (available, and a heartbeat from its node since).
-	Updated int `json:"updated"`
-	// Total counts the nodes running the DaemonSet.
-	Total int `json:"total"`
-	// InFlight counts the nodes being upgraded: old pod deleted, new pod not
-	// settled yet.
-	InFlight int `json:"inFlight"`
-	// Skipped counts NotReady nodes that are not in flight: untouched, or
-	// settled before they went offline. They are upgraded when they return.
-	Skipped int `json:"skipped"`
-	// Failed are the nodes that failed for this revision.
-	Failed FailedNodes `json:"failed"`
-	// HeldBack counts the nodes the operator's controls keep on the old
-	// revision (pause).
-	HeldBack int `json:"heldBack"`
-	// Paused is edgeota.io/paused.
-	Paused bool `json:"paused"`
-	// Halted: max-failed nodes failed, nothing more is deleted or offered.
-	Halted bool `json:"halted"`
-	// Reason says why the rollout is halted, paused or stuck, if it is.
-	Reason string `json:"reason,omitempty"`
-	// Strategy is the DaemonSet's strategy: OTA or AdvancedRollingUpdate.
-	Strategy Strategy `json:"strategy,omitempty"`
-	// Held counts the nodes whose owner holds the upgrade (edgeota.io/hold
-	// on the pod, within edgeota.io/max-hold-seconds); absent when none.
-	Held *TimedNodes `json:"held,omitempty"`
-	// WaitingForWindow counts the nodes the rollout would take now but for
-	// their maintenance window (edgeota.io/maintenance-window), closed at
-	// their local time; absent when none.
-	WaitingForWindow *TimedNodes `json:"waitingForWindow,omitempty"`
-	// Offered counts, for OTA, the out-of-date pods holding an offer the
-	// owner has not taken yet, with the earliest upgrade deadline among them
-	// (edgeota.io/upgrade-deadline-seconds); absent when none.
-	Offered *TimedNodes `json:"offered,omitempty"`
-}
-
-// Complete reports whether every node runs the target revision, proven
-// alive, and none failed: when RolloutCompleted is recorded, and when
-// `kubectl edgeota rollout status` exits 0.
-func (s *RolloutStatus) Complete() bool {
-	return s.Updated == s.Total && s.InFlight == 0 && s.Failed.Count == 0
-}
-
-// FailedNodes is a rollout's failure record, as people read it: the whole
-// record, however large, is kept in the RolloutRecord objects of the
-// DaemonSet.
-type FailedNodes struct {
-	// Count is how many nodes failed.
-	Count int `json:"count"`
-	// Nodes names the first recordedFailedNodes of them, in name order.
-	Nodes []string `json:"nodes,omitempty"`
-	// Reasons says why each node in Nodes failed.
-	Reasons map[string]string `json:"reasons,omitempty"`
-}
-
-// TimedNodes counts nodes in a state that ends by the clock, with the time
-// that matters to people: when the next window opens, when the last hold
-// ends, when the first deadline falls.
-type TimedNodes struct {
-	// Count is how many nodes are in the state.
-	Count int `json:"count"`
-	// At is the time of the state's next change (see each use).
-	At *metav1.Time `json:"at,omitempty"`
-}
 
 // statusWrites remembers, per DaemonSet, the last rollout status written and
 // when: the cache shows a write only after the watch delivers it, and until
@@ -123,15 +44,15 @@ func newStatusWrites() *statusWrites {
 
 // current returns the DaemonSet's latest rollout status: the one this process
 // wrote last, unless the cache shows a DaemonSet it did not write to.
-func (w *statusWrites) current(key string, ds *appsv1.DaemonSet) (value string, prev *RolloutStatus) {
+func (w *statusWrites) current(key string, ds *appsv1.DaemonSet) (value string, prev *rollout.Status) {
 	w.mu.Lock()
 	last, ok := w.last[key]
 	w.mu.Unlock()
-	value = ds.Annotations[RolloutStatusAnnotation]
+	value = ds.Annotations[rollout.RolloutStatusAnnotation]
 	if ok && last.uid == ds.UID {
 		value = last.value
 	}
-	var s RolloutStatus
+	var s rollout.Status
 	if value == "" || json.Unmarshal([]byte(value), &s) != nil {
 		return value, nil
 	}
@@ -179,7 +100,7 @@ func (w *statusWrites) forget(key string) {
 // other key), which is all the controller's admission policy lets it change
 // on a DaemonSet.
 func (c *Controller) writeRolloutStatus(ctx context.Context, ds *appsv1.DaemonSet, key, value string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RolloutStatusAnnotation: value}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{rollout.RolloutStatusAnnotation: value}}})
 	if err != nil {
 		return fmt.Errorf("encoding the rollout status patch: %w", err)
 	}
@@ -200,8 +121,8 @@ func (c *Controller) writeRolloutStatus(ctx context.Context, ds *appsv1.DaemonSe
 //     written before this;
 //   - after act otherwise, and in the background, so that the write never
 //     delays a deletion that the budget allows, nor the next sync.
-func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
-	status RolloutStatus, grew bool, failures string, act func() error) error {
+func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *rollout.Status,
+	status rollout.Status, grew bool, failures string, act func() error) error {
 	if grew {
 		write, upToDate, err := c.statusUpdate(ctx, ds, key, current, prev, status, failures)
 		if err != nil {
@@ -229,7 +150,7 @@ func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, cur
 
 // failuresGrew reports whether the record holds more failures than the
 // status prev shows for the same revision.
-func failuresGrew(prev *RolloutStatus, target revision, failed int) bool {
+func failuresGrew(prev *rollout.Status, target revision, failed int) bool {
 	if prev == nil || prev.Revision != target.number || prev.Hash != target.hash {
 		return failed > 0
 	}
@@ -242,8 +163,8 @@ func failuresGrew(prev *RolloutStatus, target revision, failed int) bool {
 // when not nil, writes it and records the events of the transitions it makes
 // (failures describes the failed nodes for a halt). Neither means the write
 // is not due yet, and the DaemonSet is queued for when it is.
-func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *RolloutStatus,
-	status RolloutStatus, failures string) (write func() error, upToDate bool, err error) {
+func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *rollout.Status,
+	status rollout.Status, failures string) (write func() error, upToDate bool, err error) {
 	c.metrics.rollout(ds, &status)
 	data, err := json.Marshal(status)
 	if err != nil {
@@ -260,7 +181,7 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 	return func() error {
 		defer c.statusWrites.release(key)
 		if err := c.writeRolloutStatus(ctx, ds, key, value); err != nil {
-			c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedStatus, "Writing annotation %s failed: %v", RolloutStatusAnnotation, err)
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedStatus, "Writing annotation %s failed: %v", rollout.RolloutStatusAnnotation, err)
 			return err
 		}
 		c.recordTransitions(ds, prev, &status, failures)
@@ -272,28 +193,28 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 // prev, the status last written: events say what changed, never what still
 // holds, so a restarted controller (which reads prev from the annotation)
 // does not repeat them.
-func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *RolloutStatus, failures string) {
+func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *rollout.Status, failures string) {
 	sameRevision := prev != nil && prev.Revision == now.Revision && prev.Hash == now.Hash
 	complete := now.Complete()
 	if !sameRevision && prev != nil && !complete {
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutStarted, "Rolling out revision %d (%s) to %d nodes", now.Revision, now.Hash, now.Total)
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutStarted, "Rolling out revision %d (%s) to %d nodes", now.Revision, now.Hash, now.Total)
 	}
 	wasHalted := sameRevision && prev.Halted
 	switch {
 	case now.Halted && !wasHalted:
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonRolloutHalted, "Rollout of revision %d halted: %s: %s", now.Revision, now.Reason, failures)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonRolloutHalted, "Rollout of revision %d halted: %s: %s", now.Revision, now.Reason, failures)
 	case !now.Halted && wasHalted:
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout of revision %d resumed: %d failed nodes, under max-failed", now.Revision, now.Failed.Count)
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutResumed, "Rollout of revision %d resumed: %d failed nodes, under max-failed", now.Revision, now.Failed.Count)
 	}
 	wasPaused := prev != nil && prev.Paused
 	switch {
 	case now.Paused && !wasPaused:
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutPaused, "Rollout of revision %d paused by %s", now.Revision, PausedAnnotation)
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutPaused, "Rollout of revision %d paused by %s", now.Revision, rollout.PausedAnnotation)
 	case !now.Paused && wasPaused:
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout of revision %d resumed: %s removed", now.Revision, PausedAnnotation)
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutResumed, "Rollout of revision %d resumed: %s removed", now.Revision, rollout.PausedAnnotation)
 	}
 	wasComplete := sameRevision && prev.Complete()
 	if complete && !wasComplete && prev != nil {
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonRolloutCompleted, "Revision %d (%s) runs on all %d nodes", now.Revision, now.Hash, now.Total)
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutCompleted, "Revision %d (%s) runs on all %d nodes", now.Revision, now.Hash, now.Total)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeota/edgeota/rollout"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,7 +21,7 @@ import (
 // a few names, or a count of them, cannot pass.
 func TestFailureRecordAtScale(t *testing.T) {
 	const nodes, failures = 2000, 1000
-	ds := advancedDaemonSet("1100", withAnnotation(MaxFailedAnnotation, "1005"))
+	ds := advancedDaemonSet("1100", withAnnotation(rollout.MaxFailedAnnotation, "1005"))
 	objs := cluster(ds, readyNodes(nodes))
 	index := map[string]int{}
 	for i, obj := range objs {
@@ -38,8 +39,8 @@ func TestFailureRecordAtScale(t *testing.T) {
 	if len(deleted) != 100 {
 		t.Fatalf("got %d pods deleted, want 100: budget 1,100, 1,000 failed", len(deleted))
 	}
-	if s := first.lastStatus(); s.Failed.Count != failures || s.Halted || len(s.Failed.Nodes) != recordedFailedNodes {
-		t.Fatalf("got failed %d (naming %d) halted %v, want %d (naming %d), not halted", s.Failed.Count, len(s.Failed.Nodes), s.Halted, failures, recordedFailedNodes)
+	if s := first.lastStatus(); s.Failed.Count != failures || s.Halted || len(s.Failed.Nodes) != rollout.ShownNodes {
+		t.Fatalf("got failed %d (naming %d) halted %v, want %d (naming %d), not halted", s.Failed.Count, len(s.Failed.Nodes), s.Halted, failures, rollout.ShownNodes)
 	}
 
 	// A restart: the failed nodes recovered (their pods settled), the 100

@@ -12,32 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/edgeota/edgeota/health"
-)
-
-// Annotations of edgeota's own, read on DaemonSets: the operator's controls
-// over a rollout, and the controller's summary of where it stands.
-const (
-	// MaxFailedAnnotation is how many nodes may fail for the target revision
-	// before the rollout halts: an integer or a percentage of the nodes,
-	// rounded up, at least 1. Absent: the max-unavailable budget.
-	MaxFailedAnnotation = "edgeota.io/max-failed"
-	// ProgressDeadlineAnnotation is how many seconds an upgraded node may
-	// stay in flight before it counts as failed. Absent: 600. Owned by
-	// health, whose rule it feeds, since the node agent reads it too.
-	ProgressDeadlineAnnotation = health.ProgressDeadlineAnnotation
-	// PausedAnnotation, "true", stops deletions (AdvancedRollingUpdate) and
-	// new offers (OTA); what is under way goes on.
-	PausedAnnotation = "edgeota.io/paused"
-	// RolloutNodeSelectorAnnotation is a label selector in kubectl's syntax:
-	// only pods on matching nodes are upgraded or offered.
-	RolloutNodeSelectorAnnotation = "edgeota.io/rollout-node-selector"
-	// PartitionAnnotation is how many of the nodes the rollout may touch
-	// (an integer or a percentage, rounded up) stay on the old revision;
-	// the others are taken in name order.
-	PartitionAnnotation = "edgeota.io/partition"
-	// RolloutStatusAnnotation is the controller's JSON summary of the rollout
-	// (RolloutStatus), and the record of its failed nodes.
-	RolloutStatusAnnotation = "edgeota.io/rollout-status"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // settings are a DaemonSet's rollout controls, resolved against its nodes.
@@ -66,44 +41,44 @@ func (e *settingsError) Error() string {
 func rolloutSettings(ds *appsv1.DaemonSet, nodes int) (settings, error) {
 	var s settings
 	var err error
-	if s.maxUnavailable, err = maxUnavailable(ds.Annotations[MaxUnavailableAnnotation], nodes); err != nil {
+	if s.maxUnavailable, err = maxUnavailable(ds.Annotations[rollout.MaxUnavailableAnnotation], nodes); err != nil {
 		return s, err
 	}
 	s.maxFailed = s.maxUnavailable
-	if v, ok := ds.Annotations[MaxFailedAnnotation]; ok {
+	if v, ok := ds.Annotations[rollout.MaxFailedAnnotation]; ok {
 		// Zero is refused as written ("0", "0%"); a percentage of few nodes
 		// rounds up to at least 1.
 		if n, err := scaledCount(v, 1); err != nil || n < 1 {
-			return s, &settingsError{MaxFailedAnnotation, v, "want a positive integer or a percentage between 1% and 100%"}
+			return s, &settingsError{rollout.MaxFailedAnnotation, v, "want a positive integer or a percentage between 1% and 100%"}
 		}
 		n, _ := scaledCount(v, nodes)
 		s.maxFailed = max(n, 1)
 	}
 	s.deadline = health.DefaultDeadline
-	if v, ok := ds.Annotations[ProgressDeadlineAnnotation]; ok {
+	if v, ok := ds.Annotations[rollout.ProgressDeadlineAnnotation]; ok {
 		d, err := health.ParseProgressDeadline(v)
 		if err != nil {
-			return s, &settingsError{ProgressDeadlineAnnotation, v, "want a positive number of seconds"}
+			return s, &settingsError{rollout.ProgressDeadlineAnnotation, v, "want a positive number of seconds"}
 		}
 		s.deadline = d
 	}
-	if v, ok := ds.Annotations[PausedAnnotation]; ok {
+	if v, ok := ds.Annotations[rollout.PausedAnnotation]; ok {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
-			return s, &settingsError{PausedAnnotation, v, `want "true" or "false"`}
+			return s, &settingsError{rollout.PausedAnnotation, v, `want "true" or "false"`}
 		}
 		s.paused = b
 	}
-	if v, ok := ds.Annotations[RolloutNodeSelectorAnnotation]; ok {
+	if v, ok := ds.Annotations[rollout.RolloutNodeSelectorAnnotation]; ok {
 		sel, err := labels.Parse(v)
 		if err != nil {
-			return s, &settingsError{RolloutNodeSelectorAnnotation, v, "want a label selector as kubectl takes it: " + err.Error()}
+			return s, &settingsError{rollout.RolloutNodeSelectorAnnotation, v, "want a label selector as kubectl takes it: " + err.Error()}
 		}
 		s.selector = sel
 	}
-	if v, ok := ds.Annotations[PartitionAnnotation]; ok {
+	if v, ok := ds.Annotations[rollout.PartitionAnnotation]; ok {
 		if _, err := scaledCount(v, 0); err != nil {
-			return s, &settingsError{PartitionAnnotation, v, "want a non-negative integer or a percentage between 0% and 100%"}
+			return s, &settingsError{rollout.PartitionAnnotation, v, "want a non-negative integer or a percentage between 0% and 100%"}
 		}
 		s.partition = v
 	}
@@ -132,12 +107,12 @@ func scaledCount(value string, total int) (int, error) {
 // they did.
 func (c *Controller) settingsValid(ds *appsv1.DaemonSet, key string, err error) bool {
 	var invalid *settingsError
-	reason := ReasonInvalidMaxUnavailable
+	reason := rollout.ReasonInvalidMaxUnavailable
 	if errors.As(err, &invalid) {
-		reason = ReasonInvalidAnnotation
+		reason = rollout.ReasonInvalidAnnotation
 	}
 	if err == nil {
-		c.eventMemo.clear(key, ReasonInvalidMaxUnavailable, ReasonInvalidAnnotation)
+		c.eventMemo.clear(key, rollout.ReasonInvalidMaxUnavailable, rollout.ReasonInvalidAnnotation)
 		return true
 	}
 	c.eventOnChange(ds, key, corev1.EventTypeWarning, reason, err.Error()+"; nothing is deleted or newly offered until it is fixed")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/google/btree"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -200,11 +201,11 @@ func (c *Controller) markDirty(key, node string) {
 // viewBasis is what a view depends on beyond its nodes: a change to any of
 // it rebuilds the view. The rollout status is left out: the controller
 // writes it itself.
-func viewBasis(ds *appsv1.DaemonSet, strategy Strategy, target revision) string {
+func viewBasis(ds *appsv1.DaemonSet, strategy rollout.Strategy, target revision) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%d|%s|%s|%d|%d", ds.UID, ds.Generation, strategy, target.hash, target.number, ds.Spec.MinReadySeconds)
 	for _, k := range slices.Sorted(maps.Keys(ds.Annotations)) {
-		if k != RolloutStatusAnnotation {
+		if k != rollout.RolloutStatusAnnotation {
 			fmt.Fprintf(&b, "|%s=%s", k, ds.Annotations[k])
 		}
 	}
@@ -214,7 +215,7 @@ func viewBasis(ds *appsv1.DaemonSet, strategy Strategy, target revision) string 
 // judgeInput is what a sync judges its nodes by.
 type judgeInput struct {
 	ds       *appsv1.DaemonSet
-	strategy Strategy
+	strategy rollout.Strategy
 	target   revision
 	cfg      *settings
 	record   *rolloutRecord

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/edgeota/edgeota/podchannel"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +18,7 @@ import (
 
 // refreshedView brings the incremental view up to date, as the next sync
 // would before deciding anything, and returns it.
-func (f *fixture) refreshedView(strategy Strategy) viewSnapshot {
+func (f *fixture) refreshedView(strategy rollout.Strategy) viewSnapshot {
 	f.t.Helper()
 	t := f.c.existingTracker(testDSKey)
 	in := f.judgeInput(strategy, t)
@@ -30,7 +30,7 @@ func (f *fixture) refreshedView(strategy Strategy) viewSnapshot {
 }
 
 // judgeInput is what a sync of the test DaemonSet judges by, now.
-func (f *fixture) judgeInput(strategy Strategy, t *tracker) *judgeInput {
+func (f *fixture) judgeInput(strategy rollout.Strategy, t *tracker) *judgeInput {
 	f.t.Helper()
 	ds, err := f.c.dsLister.DaemonSets(testNamespace).Get(testDSName)
 	if err != nil {
@@ -50,7 +50,7 @@ func (f *fixture) judgeInput(strategy Strategy, t *tracker) *judgeInput {
 // rebuiltView is the view a rebuild from the fixture's caches, the record
 // and the deletions issued computes now: what the incremental view must
 // equal.
-func (f *fixture) rebuiltView(strategy Strategy) viewSnapshot {
+func (f *fixture) rebuiltView(strategy rollout.Strategy) viewSnapshot {
 	f.t.Helper()
 	t := f.c.existingTracker(testDSKey)
 	in := f.judgeInput(strategy, t)
@@ -67,7 +67,7 @@ func (f *fixture) rebuiltView(strategy Strategy) viewSnapshot {
 // every node's verdict.
 func TestIncrementalStateEqualsRebuild(t *testing.T) {
 	for seed := range uint64(40) {
-		for _, strategy := range []Strategy{StrategyAdvancedRollingUpdate, StrategyOTA} {
+		for _, strategy := range []rollout.Strategy{rollout.StrategyAdvancedRollingUpdate, rollout.StrategyOTA} {
 			t.Run(fmt.Sprintf("%s/seed-%d", strategy, seed), func(t *testing.T) {
 				runEvents(t, strategy, rand.New(rand.NewPCG(seed, 17)), 60)
 			})
@@ -86,21 +86,21 @@ type eventWorld struct {
 	seq   int
 }
 
-func runEvents(t *testing.T, strategy Strategy, r *rand.Rand, steps int) {
+func runEvents(t *testing.T, strategy rollout.Strategy, r *rand.Rand, steps int) {
 	const nodes = 10
-	opts := []dsOption{withAnnotation(StrategyAnnotation, string(strategy)), withAnnotation(MaxUnavailableAnnotation, "3"),
-		withAnnotation(ProgressDeadlineAnnotation, "30"), func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = int32(r.IntN(3)) }}
+	opts := []dsOption{withAnnotation(rollout.StrategyAnnotation, string(strategy)), withAnnotation(rollout.MaxUnavailableAnnotation, "3"),
+		withAnnotation(rollout.ProgressDeadlineAnnotation, "30"), func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = int32(r.IntN(3)) }}
 	if r.IntN(3) == 0 {
-		opts = append(opts, withAnnotation(PartitionAnnotation, fmt.Sprint(r.IntN(5))))
+		opts = append(opts, withAnnotation(rollout.PartitionAnnotation, fmt.Sprint(r.IntN(5))))
 	}
 	if r.IntN(3) == 0 {
-		opts = append(opts, withAnnotation(RolloutNodeSelectorAnnotation, "fleet!=b"))
+		opts = append(opts, withAnnotation(rollout.RolloutNodeSelectorAnnotation, "fleet!=b"))
 	}
 	if r.IntN(3) == 0 {
-		opts = append(opts, withAnnotation(MaintenanceWindowAnnotation, "daily 12:02-12:05; daily 12:07-12:09 Asia/Tokyo"))
+		opts = append(opts, withAnnotation(rollout.MaintenanceWindowAnnotation, "daily 12:02-12:05; daily 12:07-12:09 Asia/Tokyo"))
 	}
 	if r.IntN(2) == 0 {
-		opts = append(opts, withAnnotation(UpgradeDeadlineAnnotation, "90"), withAnnotation(MaxHoldAnnotation, "7200"))
+		opts = append(opts, withAnnotation(rollout.UpgradeDeadlineAnnotation, "90"), withAnnotation(rollout.MaxHoldAnnotation, "7200"))
 	}
 	ds := newDaemonSet(opts...)
 	ready := make([]corev1.ConditionStatus, nodes)
@@ -169,8 +169,8 @@ func (w *eventWorld) step() string {
 			return "nothing"
 		}
 		q := p.DeepCopy()
-		if _, held := q.Annotations[podchannel.HoldAnnotation]; held {
-			delete(q.Annotations, podchannel.HoldAnnotation)
+		if _, held := q.Annotations[rollout.HoldAnnotation]; held {
+			delete(q.Annotations, rollout.HoldAnnotation)
 		} else {
 			heldUntil(w.now.Add(time.Duration(1+r.IntN(120)) * time.Second))(q)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/edgeota/edgeota/rollout"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,7 +39,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("daemonset", klog.KObj(ds), "strategy", strategy, "revision", target.hash))
-	if strategy == StrategyOTA {
+	if strategy == rollout.StrategyOTA {
 		return c.syncOTA(ctx, ds, key, target)
 	}
 	return c.rollingUpdate(ctx, ds, key, target)

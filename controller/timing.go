@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/edgeota/edgeota/window"
 )
 
@@ -20,24 +21,6 @@ import (
 // candidate's verdict depend on the clock, with a timer at its next change
 // (a window opening or closing, a hold ending, a deadline falling): the
 // controller never polls.
-const (
-	// MaintenanceWindowAnnotation holds the DaemonSet's maintenance windows
-	// (package window has the syntax): an old pod is deleted only while its
-	// node's window is open.
-	MaintenanceWindowAnnotation = window.Annotation
-	// NodeTimeZoneAnnotation, on a Node, is the IANA zone its windows are
-	// read in.
-	NodeTimeZoneAnnotation = window.TimeZoneAnnotation
-	// MaxHoldAnnotation bounds an owner's hold: seconds from the target
-	// revision's creation (a time no owner can reset), past which a hold
-	// is no longer honoured. Absent: DefaultMaxHold; 0: holds are ignored.
-	MaxHoldAnnotation = "edgeota.io/max-hold-seconds"
-	// UpgradeDeadlineAnnotation, on an OTA DaemonSet, is how many seconds
-	// after the target revision was first offered to a pod the controller
-	// upgrades it itself if its owner has not: within max-unavailable, the
-	// node's window and any hold's limit, under the failure brake.
-	UpgradeDeadlineAnnotation = "edgeota.io/upgrade-deadline-seconds"
-)
 
 // DefaultMaxHold is how long a hold may delay an upgrade unless the
 // DaemonSet says otherwise: a day, enough to finish a drive or a shift.
@@ -55,24 +38,24 @@ type timingSettings struct {
 // settingsError naming it and its value.
 func parseTiming(annotations map[string]string) (timingSettings, error) {
 	t := timingSettings{maxHold: DefaultMaxHold}
-	if v, ok := annotations[MaintenanceWindowAnnotation]; ok {
+	if v, ok := annotations[rollout.MaintenanceWindowAnnotation]; ok {
 		s, err := window.Parse(v)
 		if err != nil {
-			return t, &settingsError{MaintenanceWindowAnnotation, v, err.Error()}
+			return t, &settingsError{rollout.MaintenanceWindowAnnotation, v, err.Error()}
 		}
 		t.schedule, t.windowed = s, true
 	}
-	if v, ok := annotations[MaxHoldAnnotation]; ok {
+	if v, ok := annotations[rollout.MaxHoldAnnotation]; ok {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 		if err != nil || n < 0 {
-			return t, &settingsError{MaxHoldAnnotation, v, "want a non-negative number of seconds (0 ignores holds)"}
+			return t, &settingsError{rollout.MaxHoldAnnotation, v, "want a non-negative number of seconds (0 ignores holds)"}
 		}
 		t.maxHold = time.Duration(n) * time.Second
 	}
-	if v, ok := annotations[UpgradeDeadlineAnnotation]; ok {
+	if v, ok := annotations[rollout.UpgradeDeadlineAnnotation]; ok {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 		if err != nil || n <= 0 {
-			return t, &settingsError{UpgradeDeadlineAnnotation, v, "want a positive number of seconds"}
+			return t, &settingsError{rollout.UpgradeDeadlineAnnotation, v, "want a positive number of seconds"}
 		}
 		t.upgradeDeadline = time.Duration(n) * time.Second
 	}
@@ -96,7 +79,7 @@ func (c *Controller) clockHolds(v *nodeVerdict, node *corev1.Node, pod *corev1.P
 			v.at = t
 		}
 	}
-	if in.strategy == StrategyOTA {
+	if in.strategy == rollout.StrategyOTA {
 		due, deadline := deadlineDue(pod, in)
 		v.notDue = !due
 		at(deadline)
@@ -115,10 +98,10 @@ func (c *Controller) clockHolds(v *nodeVerdict, node *corev1.Node, pod *corev1.P
 		zone, err := window.NodeZone(node.Annotations)
 		if err != nil {
 			v.zoneInvalid = true
-			c.nodeEventOnChange(node, ReasonInvalidTimeZone, err.Error()+"; windowed rollouts pass this node by until it is fixed")
+			c.nodeEventOnChange(node, rollout.ReasonInvalidTimeZone, err.Error()+"; windowed rollouts pass this node by until it is fixed")
 			return
 		}
-		c.eventMemo.clear("node/"+node.Name, ReasonInvalidTimeZone)
+		c.eventMemo.clear("node/"+node.Name, rollout.ReasonInvalidTimeZone)
 		open, next := in.cfg.schedule.At(in.now, zone)
 		v.windowClosed = !open
 		if !open {
@@ -148,9 +131,9 @@ func deadlineDue(pod *corev1.Pod, in *judgeInput) (bool, time.Time) {
 func (c *Controller) holdEnded(in *judgeInput, node string, before nodeVerdict, pod *corev1.Pod) {
 	why := "ended"
 	if h, err := podchannel.HoldOf(pod); err == nil && h != nil && h.Until.After(before.holdEnd) {
-		why = fmt.Sprintf("reached its limit (%s %s after the revision's creation)", MaxHoldAnnotation, in.cfg.maxHold)
+		why = fmt.Sprintf("reached its limit (%s %s after the revision's creation)", rollout.MaxHoldAnnotation, in.cfg.maxHold)
 	}
-	c.recorder.Eventf(in.ds, corev1.EventTypeNormal, ReasonHoldEnded, "The owner's hold on pod %s on node %s %s at %s; the node is upgraded in its turn",
+	c.recorder.Eventf(in.ds, corev1.EventTypeNormal, rollout.ReasonHoldEnded, "The owner's hold on pod %s on node %s %s at %s; the node is upgraded in its turn",
 		pod.Name, node, why, before.holdEnd.UTC().Format(time.RFC3339))
 }
 

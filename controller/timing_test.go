@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // monday10 is a Monday, 10:00 UTC.
@@ -21,7 +22,7 @@ func inZone(node *corev1.Node, zone string) *corev1.Node {
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
-	node.Annotations[NodeTimeZoneAnnotation] = zone
+	node.Annotations[rollout.NodeTimeZoneAnnotation] = zone
 	return node
 }
 
@@ -35,7 +36,7 @@ func heldUntil(until time.Time) podOption {
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[podchannel.HoldAnnotation] = value
+		pod.Annotations[rollout.HoldAnnotation] = value
 	}
 }
 
@@ -46,7 +47,7 @@ func (f *fixture) nextChange() time.Time { return f.view().NextChange }
 // deleted and the DaemonSet waits for the opening (its next change), where
 // the rollout runs.
 func TestWindowClosedDeletesNothingUntilItOpens(t *testing.T) {
-	ds := advancedDaemonSet("2", withAnnotation(MaintenanceWindowAnnotation, "Mon-Fri 22:00-04:00"))
+	ds := advancedDaemonSet("2", withAnnotation(rollout.MaintenanceWindowAnnotation, "Mon-Fri 22:00-04:00"))
 	f := newFixture(t, cluster(ds, readyNodes(4))...)
 	f.clockAt(monday10)
 	f.sync()
@@ -71,7 +72,7 @@ func TestWindowClosedDeletesNothingUntilItOpens(t *testing.T) {
 // window is open; without one, the window's zone.
 func TestNodeZoneOverTheWindows(t *testing.T) {
 	// 10:00 UTC is 19:00 in Tokyo, 05:00 in New York, 11:00 in Berlin.
-	ds := advancedDaemonSet("10", withAnnotation(MaintenanceWindowAnnotation, "daily 18:00-20:00 Europe/Berlin"))
+	ds := advancedDaemonSet("10", withAnnotation(rollout.MaintenanceWindowAnnotation, "daily 18:00-20:00 Europe/Berlin"))
 	objs := cluster(ds, readyNodes(3))
 	objs = replaceNode(objs, inZone(newNode("node-0", corev1.ConditionTrue), "Asia/Tokyo"))
 	objs = replaceNode(objs, inZone(newNode("node-1", corev1.ConditionTrue), "America/New_York"))
@@ -86,7 +87,7 @@ func TestNodeZoneOverTheWindows(t *testing.T) {
 // TestInvalidNodeZoneHoldsBackThatNodeAlone: a node naming no IANA zone is
 // passed by, with a Warning on the Node, once; the rest roll.
 func TestInvalidNodeZoneHoldsBackThatNodeAlone(t *testing.T) {
-	ds := advancedDaemonSet("10", withAnnotation(MaintenanceWindowAnnotation, "daily 00:00-24:00"))
+	ds := advancedDaemonSet("10", withAnnotation(rollout.MaintenanceWindowAnnotation, "daily 00:00-24:00"))
 	objs := replaceNode(cluster(ds, readyNodes(3)), inZone(newNode("node-1", corev1.ConditionTrue), "Mars/Olympus"))
 	f := newFixture(t, objs...)
 	f.sync()
@@ -95,8 +96,8 @@ func TestInvalidNodeZoneHoldsBackThatNodeAlone(t *testing.T) {
 		t.Errorf("got pods deleted %v, want [pod-0 pod-2]", got)
 	}
 	events := f.events()
-	if got := countEvents(events, corev1.EventTypeWarning, ReasonInvalidTimeZone); got != 1 {
-		t.Errorf("got events %q, want one %s", events, ReasonInvalidTimeZone)
+	if got := countEvents(events, corev1.EventTypeWarning, rollout.ReasonInvalidTimeZone); got != 1 {
+		t.Errorf("got events %q, want one %s", events, rollout.ReasonInvalidTimeZone)
 	}
 	if s := f.lastStatus(); s.HeldBack != 1 {
 		t.Errorf("got %d held back, want node-1", s.HeldBack)
@@ -108,14 +109,14 @@ func TestInvalidNodeZoneHoldsBackThatNodeAlone(t *testing.T) {
 func TestInvalidWindowDeletesNothing(t *testing.T) {
 	for _, value := range []string{"Mon-Fry 22:00-04:00", "daily 25:00-26:00", "daily 22:00-04:00 Mars/Olympus"} {
 		t.Run(value, func(t *testing.T) {
-			f := newFixture(t, cluster(advancedDaemonSet("2", withAnnotation(MaintenanceWindowAnnotation, value)), readyNodes(3))...)
+			f := newFixture(t, cluster(advancedDaemonSet("2", withAnnotation(rollout.MaintenanceWindowAnnotation, value)), readyNodes(3))...)
 			f.sync()
 			if got := f.deletedPods(); len(got) != 0 {
 				t.Errorf("got pods deleted %v, want none", got)
 			}
 			events := f.events()
-			if countEvents(events, corev1.EventTypeWarning, ReasonInvalidAnnotation) != 1 || !strings.Contains(events[0], MaintenanceWindowAnnotation) {
-				t.Errorf("got events %q, want one %s naming %s", events, ReasonInvalidAnnotation, MaintenanceWindowAnnotation)
+			if countEvents(events, corev1.EventTypeWarning, rollout.ReasonInvalidAnnotation) != 1 || !strings.Contains(events[0], rollout.MaintenanceWindowAnnotation) {
+				t.Errorf("got events %q, want one %s naming %s", events, rollout.ReasonInvalidAnnotation, rollout.MaintenanceWindowAnnotation)
 			}
 		})
 	}
@@ -124,7 +125,7 @@ func TestInvalidWindowDeletesNothing(t *testing.T) {
 // TestInFlightNodeFinishesWhenTheWindowCloses: a node taken in its window
 // is upgraded to the end; a closed window holds back only nodes not taken.
 func TestInFlightNodeFinishesWhenTheWindowCloses(t *testing.T) {
-	ds := advancedDaemonSet("1", withAnnotation(MaintenanceWindowAnnotation, "daily 09:00-10:00"))
+	ds := advancedDaemonSet("1", withAnnotation(rollout.MaintenanceWindowAnnotation, "daily 09:00-10:00"))
 	objs := upgradedNode(cluster(ds, readyNodes(3)), "0", corev1.ConditionTrue, 0, notReady, createdAt(monday10.Add(-time.Minute)))
 	f := newFixture(t, objs...)
 	f.clockAt(monday10.Add(time.Minute)) // the window closed a minute ago
@@ -141,8 +142,8 @@ func TestInFlightNodeFinishesWhenTheWindowCloses(t *testing.T) {
 // window is closed waits for it; the next node in name order does not take
 // its place.
 func TestWindowedNodeKeepsItsPartitionTurn(t *testing.T) {
-	ds := advancedDaemonSet("10", withAnnotation(MaintenanceWindowAnnotation, "daily 18:00-20:00 Europe/Berlin"),
-		withAnnotation(PartitionAnnotation, "2"))
+	ds := advancedDaemonSet("10", withAnnotation(rollout.MaintenanceWindowAnnotation, "daily 18:00-20:00 Europe/Berlin"),
+		withAnnotation(rollout.PartitionAnnotation, "2"))
 	objs := cluster(ds, readyNodes(4))
 	objs = replaceNode(objs, inZone(newNode("node-0", corev1.ConditionTrue), "America/New_York")) // closed
 	objs = replaceNode(objs, inZone(newNode("node-1", corev1.ConditionTrue), "Asia/Tokyo"))       // open
@@ -207,7 +208,7 @@ func TestHoldEndsAndIsReleased(t *testing.T) {
 	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-1", "pod-0"}) {
 		t.Errorf("got pods deleted %v once the hold ended, want pod-0 too", got)
 	}
-	f.wantEvent(f.events(), corev1.EventTypeNormal, ReasonHoldEnded)
+	f.wantEvent(f.events(), corev1.EventTypeNormal, rollout.ReasonHoldEnded)
 }
 
 // TestHoldLimitFromTheRevisionsCreation: a hold is honoured until the
@@ -231,7 +232,7 @@ func TestHoldLimitFromTheRevisionsCreation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := []dsOption{}
 			if tt.maxHold != "" {
-				opts = append(opts, withAnnotation(MaxHoldAnnotation, tt.maxHold))
+				opts = append(opts, withAnnotation(rollout.MaxHoldAnnotation, tt.maxHold))
 			}
 			objs := replacePod(cluster(advancedDaemonSet("1", opts...), readyNodes(2)), newPod("pod-0", "node-0", oldHash, heldUntil(far)))
 			for range 2 { // a restart counts from the same creation
@@ -262,8 +263,8 @@ func TestExpiredHoldIsIgnored(t *testing.T) {
 // (counted from its first offer) is carried out by the controller, within
 // max-unavailable; before the deadline the DaemonSet waits for it.
 func TestOTADeadlineCarriesOutTheOffer(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(UpgradeDeadlineAnnotation, "7200"),
-		withAnnotation(MaxUnavailableAnnotation, "1"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.UpgradeDeadlineAnnotation, "7200"),
+		withAnnotation(rollout.MaxUnavailableAnnotation, "1"))
 	objs := cluster(ds, readyNodes(3))
 	for _, p := range []string{"pod-0", "pod-1", "pod-2"} {
 		objs = replacePod(objs, newPod(p, "node-"+p[4:], oldHash, offeredFor(newHash))) // offered an hour ago
@@ -291,16 +292,16 @@ func TestOTADeadlineCarriesOutTheOffer(t *testing.T) {
 // TestOTADeadlineWaitsWhilePausedOrHalted: a paused or halted DaemonSet
 // makes no deadline upgrades.
 func TestOTADeadlineWaitsWhilePausedOrHalted(t *testing.T) {
-	for _, control := range [][2]string{{PausedAnnotation, "true"}, {MaxFailedAnnotation, "1"}} {
+	for _, control := range [][2]string{{rollout.PausedAnnotation, "true"}, {rollout.MaxFailedAnnotation, "1"}} {
 		t.Run(control[0], func(t *testing.T) {
-			ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(UpgradeDeadlineAnnotation, "60"),
+			ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.UpgradeDeadlineAnnotation, "60"),
 				withAnnotation(control[0], control[1]))
 			objs := cluster(ds, readyNodes(3))
 			objs = replacePod(objs, newPod("pod-0", "node-0", newHash, crashLooping, createdAgo(10*time.Second))) // fails: halts at max-failed 1
 			objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, offeredFor(newHash)))
 			f := newFixture(t, objs...)
 			f.sync()
-			if control[0] == PausedAnnotation && f.view().Counts[nodeFailed] != 1 {
+			if control[0] == rollout.PausedAnnotation && f.view().Counts[nodeFailed] != 1 {
 				t.Fatalf("setup: got %d failed, want node-0", f.view().Counts[nodeFailed])
 			}
 			if got := f.deletedPods(); len(got) != 0 {
@@ -314,8 +315,8 @@ func TestOTADeadlineWaitsWhilePausedOrHalted(t *testing.T) {
 // offer, when the controller will carry it out and until when a hold is
 // honoured.
 func TestOTAOfferCarriesTheDeadlineAndTheHoldLimit(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(UpgradeDeadlineAnnotation, "604800"),
-		withAnnotation(MaxHoldAnnotation, "3600"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.UpgradeDeadlineAnnotation, "604800"),
+		withAnnotation(rollout.MaxHoldAnnotation, "3600"))
 	objs := append([]runtime.Object{ds}, revisions()...)
 	f := newFixture(t, append(objs, newNode("n", corev1.ConditionTrue), newPod("p", "n", oldHash))...)
 	f.sync()
@@ -337,8 +338,8 @@ func TestOTAOfferCarriesTheDeadlineAndTheHoldLimit(t *testing.T) {
 // the controller's own upgrade back until it ends, when the deadline that
 // passed meanwhile is carried out.
 func TestOTADeadlineUnchangedByAPause(t *testing.T) {
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(UpgradeDeadlineAnnotation, "7200"),
-		withAnnotation(PausedAnnotation, "true"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.UpgradeDeadlineAnnotation, "7200"),
+		withAnnotation(rollout.PausedAnnotation, "true"))
 	objs := replacePod(cluster(ds, readyNodes(2)), newPod("pod-0", "node-0", oldHash, offeredFor(newHash))) // offered an hour ago
 	f := newFixture(t, objs...)
 	deadline := offeredAt.Add(2 * time.Hour)
@@ -354,7 +355,7 @@ func TestOTADeadlineUnchangedByAPause(t *testing.T) {
 			t.Errorf("got pod-0's offer rewritten %+v while paused, want it offered at %s with the deadline %s", o, offeredAt, deadline)
 		}
 	}
-	resumed := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation(UpgradeDeadlineAnnotation, "7200"))
+	resumed := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.UpgradeDeadlineAnnotation, "7200"))
 	resumed.ResourceVersion = "2"
 	f.update(resumed)
 	f.sync()

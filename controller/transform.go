@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // Transform trims objects before the informers store them, keeping only the
@@ -41,9 +41,9 @@ func Transform(obj any) (any, error) {
 }
 
 // daemonSetAnnotations are the DaemonSet annotations the controller reads.
-var daemonSetAnnotations = []string{StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation, templateGenerationAnnot,
-	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation, PartitionAnnotation,
-	RolloutStatusAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation}
+var daemonSetAnnotations = []string{rollout.StrategyAnnotation, rollout.LegacyStrategyAnnotation, rollout.MaxUnavailableAnnotation, templateGenerationAnnot,
+	rollout.MaxFailedAnnotation, rollout.ProgressDeadlineAnnotation, rollout.PausedAnnotation, rollout.RolloutNodeSelectorAnnotation, rollout.PartitionAnnotation,
+	rollout.RolloutStatusAnnotation, rollout.MaintenanceWindowAnnotation, rollout.MaxHoldAnnotation, rollout.UpgradeDeadlineAnnotation}
 
 // podLabels and podConditions are the pod labels and condition types the
 // controller reads: a pod's revision; its readiness, health and scheduling
@@ -62,7 +62,7 @@ var (
 // and a pre-pull pod's outcome; and edgeota's channel annotations (package
 // podchannel).
 func trimPod(pod *corev1.Pod) {
-	pod.Annotations = keepKeys(pod.Annotations, podchannel.OfferAnnotation, podchannel.HoldAnnotation)
+	pod.Annotations = keepKeys(pod.Annotations, rollout.OfferAnnotation, rollout.HoldAnnotation)
 	pod.Labels = keepKeys(pod.Labels, podLabels...)
 	internMeta(&pod.ObjectMeta)
 	conditions := slices.DeleteFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
@@ -177,7 +177,7 @@ func trimNode(node *corev1.Node) {
 }
 
 // nodeAnnotations are the Node annotations the controller reads.
-var nodeAnnotations = []string{NodeTimeZoneAnnotation}
+var nodeAnnotations = []string{rollout.NodeTimeZoneAnnotation}
 
 // trimTemplateSpec keeps what a pre-pull Job copies (images and pull
 // secrets), what tells the nodes the template runs on (node selector,

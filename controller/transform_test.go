@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
@@ -51,12 +52,12 @@ func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
 		t.Errorf("got %+v, want only the Ready condition kept", n.Status)
 	}
 
-	ds := newDaemonSet(withAnnotation(StrategyAnnotation, "OTA"), withAnnotation("kubectl.kubernetes.io/last-applied-configuration", "{...}"),
-		withAnnotation(RolloutStatusAnnotation, "{}"), withAnnotation(PausedAnnotation, "true"))
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation("kubectl.kubernetes.io/last-applied-configuration", "{...}"),
+		withAnnotation(rollout.RolloutStatusAnnotation, "{}"), withAnnotation(rollout.PausedAnnotation, "true"))
 	got, _ = Transform(ds)
 	d := got.(*appsv1.DaemonSet)
-	if _, ok := d.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok || d.Annotations[StrategyAnnotation] != "OTA" ||
-		d.Annotations[templateGenerationAnnot] != "2" || d.Annotations[RolloutStatusAnnotation] != "{}" || d.Annotations[PausedAnnotation] != "true" {
+	if _, ok := d.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok || d.Annotations[rollout.StrategyAnnotation] != "OTA" ||
+		d.Annotations[templateGenerationAnnot] != "2" || d.Annotations[rollout.RolloutStatusAnnotation] != "{}" || d.Annotations[rollout.PausedAnnotation] != "true" {
 		t.Errorf("got annotations %v, want only the ones the controller reads", d.Annotations)
 	}
 	if d.Spec.Template.Spec.Containers[0].Image != "nginx:1.19.4" || d.Spec.Template.Spec.ImagePullSecrets[0].Name != "regcred" {

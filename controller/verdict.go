@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // nodeState is where one node stands in the rollout of the target revision.
@@ -249,7 +250,7 @@ func (c *Controller) judgeNode(name string, np nodePods, in *judgeInput) nodeVer
 		// comes. For OTA, an offered pod terminating is its owner's
 		// upgrade: in flight from now on, recorded so that a restarted
 		// controller knows.
-		if !hasEntry && in.strategy == StrategyOTA && offeredTarget(np.terminating, in.target.hash) {
+		if !hasEntry && in.strategy == rollout.StrategyOTA && offeredTarget(np.terminating, in.target.hash) {
 			since, _ := sinceOf(recordEntry{}, np.terminating)
 			entry = recordEntry{State: entryInFlight, Pod: np.terminating.UID, Since: &metav1.Time{Time: since}}
 			in.record.setUrgent(name, entry)

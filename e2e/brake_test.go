@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // cutOffImage is a version that cuts off every node it reaches: the test
@@ -59,22 +59,22 @@ func TestCutOffVersionHalts(t *testing.T) {
 			const nodes, budget = 6, 2
 			e := brakeEnv(t, nodes, budget, minReady, nil)
 			e.startController(e.cluster.Kubeconfig, "-v=2")
-			e.waitRolloutStatus("the first rollout settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
+			e.waitRolloutStatus("the first rollout settled", func(s *rollout.Status) bool { return s.Updated == nodes })
 
 			e.cutOffNodesRunning(cutOffImage)
 			e.setImage(cutOffImage)
-			halted := e.waitRolloutStatus("the rollout halted", func(s *controller.RolloutStatus) bool { return s.Halted })
+			halted := e.waitRolloutStatus("the rollout halted", func(s *rollout.Status) bool { return s.Halted })
 			if halted.Failed.Count != budget || len(halted.Failed.Nodes) != budget {
 				t.Errorf("got failed %+v, want %d nodes", halted.Failed, budget)
 			}
 			e.expectStaysHalted(halted.Failed.Nodes, 10*time.Second)
-			events := e.eventsOf(controller.ReasonRolloutHalted)
+			events := e.eventsOf(rollout.ReasonRolloutHalted)
 			if len(events) != 1 {
-				t.Fatalf("got %d %s events, want 1", len(events), controller.ReasonRolloutHalted)
+				t.Fatalf("got %d %s events, want 1", len(events), rollout.ReasonRolloutHalted)
 			}
 			for _, n := range halted.Failed.Nodes {
 				if !strings.Contains(events[0].Message, n) {
-					t.Errorf("got %s event %q, want it to name %s", controller.ReasonRolloutHalted, events[0].Message, n)
+					t.Errorf("got %s event %q, want it to name %s", rollout.ReasonRolloutHalted, events[0].Message, n)
 				}
 			}
 			if minReady > 0 {
@@ -84,7 +84,7 @@ func TestCutOffVersionHalts(t *testing.T) {
 			// A fixed version rolls over every healthy node; the cut-off
 			// ones are NotReady and skipped.
 			e.setImage(newImage)
-			settled := e.waitRolloutStatus("the fixed version settled on the healthy nodes", func(s *controller.RolloutStatus) bool {
+			settled := e.waitRolloutStatus("the fixed version settled on the healthy nodes", func(s *rollout.Status) bool {
 				return s.Hash != halted.Hash && s.Updated == nodes-budget && s.Skipped == budget && s.InFlight == 0
 			})
 			if settled.Halted || settled.Failed.Count != 0 {
@@ -114,16 +114,16 @@ func TestHaltSurvivesControllerRestart(t *testing.T) {
 	const nodes, budget = 6, 2
 	e := brakeEnv(t, nodes, budget, 0, nil)
 	first := e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-1", Verbosity: 2})
-	e.waitRolloutStatus("the first rollout settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
+	e.waitRolloutStatus("the first rollout settled", func(s *rollout.Status) bool { return s.Updated == nodes })
 	e.cutOffNodesRunning(cutOffImage)
 	e.setImage(cutOffImage)
-	halted := e.waitRolloutStatus("the rollout halted", func(s *controller.RolloutStatus) bool { return s.Halted })
+	halted := e.waitRolloutStatus("the rollout halted", func(s *rollout.Status) bool { return s.Halted })
 
 	e.kill(first)
 	e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-2", Verbosity: 2})
 	e.expectStaysHalted(halted.Failed.Nodes, 10*time.Second)
-	if got := len(e.eventsOf(controller.ReasonRolloutHalted)); got != 1 {
-		t.Errorf("got %d %s events after the restart, want still 1", got, controller.ReasonRolloutHalted)
+	if got := len(e.eventsOf(rollout.ReasonRolloutHalted)); got != 1 {
+		t.Errorf("got %d %s events after the restart, want still 1", got, rollout.ReasonRolloutHalted)
 	}
 }
 
@@ -135,7 +135,7 @@ func TestNeverReadyVersionsHoldTheBudget(t *testing.T) {
 	const nodes, budget = 8, 2
 	e := brakeEnv(t, nodes, budget, 0, nil)
 	e.startController(e.cluster.Kubeconfig, "-v=2")
-	e.waitRolloutStatus("the first rollout settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
+	e.waitRolloutStatus("the first rollout settled", func(s *rollout.Status) bool { return s.Updated == nodes })
 
 	s := startSampler(t, e, nodes)
 	for _, image := range localcluster.NeverReadyImages {
@@ -160,18 +160,18 @@ func TestNeverReadyVersionsHoldTheBudget(t *testing.T) {
 // the rollout finish.
 func TestPauseHolds(t *testing.T) {
 	const nodes = 4
-	e := brakeEnv(t, nodes, 2, 0, map[string]string{controller.PausedAnnotation: "true"})
+	e := brakeEnv(t, nodes, 2, 0, map[string]string{rollout.PausedAnnotation: "true"})
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	e.setImage(newImage)
-	e.waitRolloutStatus("the rollout paused", func(s *controller.RolloutStatus) bool { return s.Paused && s.HeldBack == nodes })
+	e.waitRolloutStatus("the rollout paused", func(s *rollout.Status) bool { return s.Paused && s.HeldBack == nodes })
 	consistently(t, "nothing is deleted while paused", 8*time.Second, func(ctx context.Context) (bool, string, error) {
 		n, err := e.nodesRunning(ctx, oldImage)
 		return n == nodes, fmt.Sprintf("%d nodes on %s", n, oldImage), err
 	})
-	e.annotate(controller.PausedAnnotation, nil)
+	e.annotate(rollout.PausedAnnotation, nil)
 	e.waitAllNodes(newImage)
-	if got := len(e.eventsOf(controller.ReasonRolloutPaused)); got != 1 {
-		t.Errorf("got %d %s events, want 1", got, controller.ReasonRolloutPaused)
+	if got := len(e.eventsOf(rollout.ReasonRolloutPaused)); got != 1 {
+		t.Errorf("got %d %s events, want 1", got, rollout.ReasonRolloutPaused)
 	}
 }
 
@@ -231,27 +231,27 @@ func (e *env) expectStaysHalted(failed []string, d time.Duration) {
 
 // rolloutStatus reads the controller's rollout status of the DaemonSet; nil
 // before it wrote one.
-func (e *env) rolloutStatus(ctx context.Context) (*controller.RolloutStatus, error) {
+func (e *env) rolloutStatus(ctx context.Context) (*rollout.Status, error) {
 	ds, err := e.cluster.Client.AppsV1().DaemonSets(e.ns).Get(ctx, dsName, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	value, ok := ds.Annotations[controller.RolloutStatusAnnotation]
+	value, ok := ds.Annotations[rollout.RolloutStatusAnnotation]
 	if !ok {
 		return nil, nil
 	}
-	var s controller.RolloutStatus
+	var s rollout.Status
 	if err := json.Unmarshal([]byte(value), &s); err != nil {
-		return nil, fmt.Errorf("annotation %s %q: %w", controller.RolloutStatusAnnotation, value, err)
+		return nil, fmt.Errorf("annotation %s %q: %w", rollout.RolloutStatusAnnotation, value, err)
 	}
 	return &s, nil
 }
 
 // waitRolloutStatus waits until the rollout status satisfies cond, and
 // returns it.
-func (e *env) waitRolloutStatus(what string, cond func(*controller.RolloutStatus) bool) controller.RolloutStatus {
+func (e *env) waitRolloutStatus(what string, cond func(*rollout.Status) bool) rollout.Status {
 	e.t.Helper()
-	var got controller.RolloutStatus
+	var got rollout.Status
 	eventually(e.t, what, func(ctx context.Context) (bool, string, error) {
 		s, err := e.rolloutStatus(ctx)
 		if err != nil || s == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // rolloutStatusPolicy is deploy/'s ValidatingAdmissionPolicy that lets the
@@ -44,7 +45,7 @@ func TestControllerMayOnlyWriteRolloutStatus(t *testing.T) {
 	e.createDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "1"})
 	e.setImage(newImage)
 	e.waitAllNodes(newImage)
-	e.waitRolloutStatus("the controller's rollout status, written with its own token", func(s *controller.RolloutStatus) bool {
+	e.waitRolloutStatus("the controller's rollout status, written with its own token", func(s *rollout.Status) bool {
 		return s.Updated == 2 && s.Total == 2
 	})
 
@@ -53,7 +54,7 @@ func TestControllerMayOnlyWriteRolloutStatus(t *testing.T) {
 		"template":        `{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"attacker/miner:latest"}]}}}}`,
 		"label":           `{"metadata":{"labels":{"owned":"yes"}}}`,
 		"annotation":      fmt.Sprintf(`{"metadata":{"annotations":{%q:"999"}}}`, maxUnavailableAnnotation),
-		"status and spec": fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}"}},"spec":{"minReadySeconds":99}}`, controller.RolloutStatusAnnotation),
+		"status and spec": fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}"}},"spec":{"minReadySeconds":99}}`, rollout.RolloutStatusAnnotation),
 	}
 	for name, patch := range refused {
 		t.Run("refused "+name, func(t *testing.T) {
@@ -73,7 +74,7 @@ func TestControllerMayOnlyWriteRolloutStatus(t *testing.T) {
 	if got := ds.Spec.Template.Spec.Containers[0].Image; got != newImage {
 		t.Errorf("got image %s after the refused patches, want %s", got, newImage)
 	}
-	allowed := fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}"}}}`, controller.RolloutStatusAnnotation)
+	allowed := fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}"}}}`, rollout.RolloutStatusAnnotation)
 	if _, err := client.AppsV1().DaemonSets(e.ns).Patch(e.ctx(), dsName, types.MergePatchType, []byte(allowed), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("patching the rollout status alone with the controller's token: got %v, want it allowed", err)
 	}
@@ -130,10 +131,10 @@ func TestPartitionAndSelector(t *testing.T) {
 	}
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	e.createDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "100%",
-		controller.RolloutNodeSelectorAnnotation: "fleet=canary", controller.PartitionAnnotation: "2"})
+		rollout.RolloutNodeSelectorAnnotation: "fleet=canary", rollout.PartitionAnnotation: "2"})
 	e.setImage(newImage)
 	upgraded := allNodes(2)
-	e.waitRolloutStatus("nodes 1 and 2 upgraded, 4 held back", func(s *controller.RolloutStatus) bool {
+	e.waitRolloutStatus("nodes 1 and 2 upgraded, 4 held back", func(s *rollout.Status) bool {
 		return s.Updated == 2 && s.HeldBack == nodes-2
 	})
 	expectImages := func(want map[string]string) {

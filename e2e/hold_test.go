@@ -15,10 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/edgeota/edgeota/controller"
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // holdURL is the REST path of a pod's hold on the agent, with a query.
@@ -105,7 +105,7 @@ func TestHoldPassesTheNodeByUntilReleased(t *testing.T) {
 	}
 
 	e.setImage(newImage)
-	e.waitRolloutStatus("two nodes held, the third updated", func(s *controller.RolloutStatus) bool {
+	e.waitRolloutStatus("two nodes held, the third updated", func(s *rollout.Status) bool {
 		return s.Held != nil && s.Held.Count == 2 && s.Updated == nodes-2
 	})
 	e.expectUntouched(old, node1, node2)
@@ -137,7 +137,7 @@ func TestHoldPassesTheNodeByUntilReleased(t *testing.T) {
 // reached its limit.
 func TestHoldPastItsLimitIsUpgraded(t *testing.T) {
 	const nodes, maxHold = 2, 60 * time.Second
-	e := brakeEnv(t, nodes, 1, 0, map[string]string{controller.MaxHoldAnnotation: fmt.Sprint(int(maxHold.Seconds()))})
+	e := brakeEnv(t, nodes, 1, 0, map[string]string{rollout.MaxHoldAnnotation: fmt.Sprint(int(maxHold.Seconds()))})
 	node1 := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	a := e.startAgent(node1, e.cluster.Kubeconfig)
@@ -151,7 +151,7 @@ func TestHoldPastItsLimitIsUpgraded(t *testing.T) {
 	}
 
 	e.setImage(newImage)
-	e.waitRolloutStatus("the held node passed by, the other updated", func(s *controller.RolloutStatus) bool {
+	e.waitRolloutStatus("the held node passed by, the other updated", func(s *rollout.Status) bool {
 		return s.Held != nil && s.Held.Count == 1 && s.Updated == nodes-1
 	})
 	created := e.targetRevisionCreated()
@@ -172,7 +172,7 @@ func TestHoldPastItsLimitIsUpgraded(t *testing.T) {
 		t.Errorf("%s's new pod was created at %s, before the hold's limit %s", node1, p.CreationTimestamp, limit)
 	}
 	var ended []string
-	for _, ev := range e.eventsOf(controller.ReasonHoldEnded) {
+	for _, ev := range e.eventsOf(rollout.ReasonHoldEnded) {
 		ended = append(ended, ev.Message)
 	}
 	if !strings.Contains(strings.Join(ended, "\n"), "reached its limit") {
@@ -276,7 +276,7 @@ func TestHoldQueuedInADeadZone(t *testing.T) {
 		return done && len(got.Actions) == 0, fmt.Sprintf("%+v", got), nil
 	})
 	e.setImage(newImage)
-	e.waitRolloutStatus("the node held", func(s *controller.RolloutStatus) bool { return s.Held != nil && s.Held.Count == 1 })
+	e.waitRolloutStatus("the node held", func(s *rollout.Status) bool { return s.Held != nil && s.Held.Count == 1 })
 	e.expectUntouched(map[string]*corev1.Pod{node: old}, node)
 }
 

@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // kubeletLeaseSeconds is the length of a kubelet's node Lease with its
@@ -86,7 +86,7 @@ func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
 	e := newKubeletEnv(t, nodes)
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	e.createDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: fmt.Sprint(budget)})
-	first := e.waitRolloutStatus("the first revision settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
+	first := e.waitRolloutStatus("the first revision settled", func(s *rollout.Status) bool { return s.Updated == nodes })
 
 	status := map[string]time.Time{}
 	for _, n := range allNodes(nodes) {
@@ -96,7 +96,7 @@ func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
 	changed := time.Now()
 	e.setImage(newImage)
 	e.waitAllNodes(newImage)
-	done := e.waitRolloutStatus("the rollout completed", func(s *controller.RolloutStatus) bool {
+	done := e.waitRolloutStatus("the rollout completed", func(s *rollout.Status) bool {
 		return s.Hash != first.Hash && s.Updated == nodes && s.InFlight == 0
 	})
 	samples, worst := s.stop()
@@ -111,8 +111,8 @@ func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
 	if done.Total != nodes || done.Halted || done.Failed.Count != 0 || done.Skipped != 0 {
 		t.Errorf("got rollout status %+v, want all %d nodes updated, none failed or skipped", done, nodes)
 	}
-	if got := len(e.eventsOf(controller.ReasonRolloutCompleted)); got == 0 {
-		t.Errorf("no %s event", controller.ReasonRolloutCompleted)
+	if got := len(e.eventsOf(rollout.ReasonRolloutCompleted)); got == 0 {
+		t.Errorf("no %s event", rollout.ReasonRolloutCompleted)
 	}
 	for _, n := range allNodes(nodes) {
 		if got := heartbeat(t, e, n); !got.Equal(status[n]) {

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/harness"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // hugeCPU is more CPU than any KWOK node has (they offer 1,000 cores): the
@@ -65,9 +65,9 @@ func TestUnschedulableVersionHalts(t *testing.T) {
 	for _, killed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("controller killed while waiting=%v", killed), func(t *testing.T) {
 			const nodes, budget = 8, 2
-			e := brakeEnv(t, nodes, budget, 0, map[string]string{controller.ProgressDeadlineAnnotation: "20"})
+			e := brakeEnv(t, nodes, budget, 0, map[string]string{rollout.ProgressDeadlineAnnotation: "20"})
 			first := e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-1", Verbosity: 2})
-			e.waitRolloutStatus("the first rollout settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
+			e.waitRolloutStatus("the first rollout settled", func(s *rollout.Status) bool { return s.Updated == nodes })
 
 			changed := time.Now()
 			e.setTemplate(newImage, hugeCPU)
@@ -79,7 +79,7 @@ func TestUnschedulableVersionHalts(t *testing.T) {
 				e.kill(first)
 				e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-2", Verbosity: 2})
 			}
-			halted := e.waitRolloutStatus("the rollout halted", func(s *controller.RolloutStatus) bool { return s.Halted })
+			halted := e.waitRolloutStatus("the rollout halted", func(s *rollout.Status) bool { return s.Halted })
 			// Not before the deadline, less the second the API server's
 			// whole-second creation time may take off.
 			if took := time.Since(changed); took < 19*time.Second {
@@ -93,9 +93,9 @@ func TestUnschedulableVersionHalts(t *testing.T) {
 					t.Errorf("got node %s failed because %q, want the scheduler's reason", node, why)
 				}
 			}
-			events := e.eventsOf(controller.ReasonRolloutHalted)
+			events := e.eventsOf(rollout.ReasonRolloutHalted)
 			if len(events) != 1 || !strings.Contains(events[0].Message, "Insufficient cpu") {
-				t.Errorf("got %s events %v, want one naming the scheduler's reason", controller.ReasonRolloutHalted, events)
+				t.Errorf("got %s events %v, want one naming the scheduler's reason", rollout.ReasonRolloutHalted, events)
 			}
 			consistently(t, fmt.Sprintf("no more than %d nodes lose their pod", budget), 5*time.Second, func(ctx context.Context) (bool, string, error) {
 				missing, err := e.nodesWithoutPod(ctx, allNodes(nodes))
@@ -105,7 +105,7 @@ func TestUnschedulableVersionHalts(t *testing.T) {
 			// A fixed version rolls on over every node.
 			e.setTemplate(newImage, "")
 			e.waitAllNodes(newImage)
-			e.waitRolloutStatus("the fixed version settled", func(s *controller.RolloutStatus) bool {
+			e.waitRolloutStatus("the fixed version settled", func(s *rollout.Status) bool {
 				return s.Hash != halted.Hash && s.Updated == nodes && !s.Halted
 			})
 		})
@@ -129,11 +129,11 @@ func TestMissingTolerationHaltsAtTheBudget(t *testing.T) {
 		e.taintNode(n, taint)
 	}
 	e.createDaemonSetWith(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: fmt.Sprint(budget),
-		controller.ProgressDeadlineAnnotation: "30"}, func(ds *appsv1.DaemonSet) {
+		rollout.ProgressDeadlineAnnotation: "30"}, func(ds *appsv1.DaemonSet) {
 		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}}
 	})
 	first := e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-1", Verbosity: 2})
-	e.waitRolloutStatus("the first rollout settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
+	e.waitRolloutStatus("the first rollout settled", func(s *rollout.Status) bool { return s.Updated == nodes })
 
 	// The new version drops the toleration.
 	patch := `{"spec":{"template":{"spec":{"tolerations":null,"containers":[{"name":"nginx","image":"` + newImage + `"}]}}}}`
@@ -141,7 +141,7 @@ func TestMissingTolerationHaltsAtTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := time.Now()
-	halted := e.waitRolloutStatus("the rollout halted", func(s *controller.RolloutStatus) bool { return s.Halted })
+	halted := e.waitRolloutStatus("the rollout halted", func(s *rollout.Status) bool { return s.Halted })
 	if len(halted.Failed.Nodes) != budget || !slices.Contains(group, halted.Failed.Nodes[0]) {
 		t.Fatalf("got failed %v, want %d node of the tainted group", halted.Failed.Nodes, budget)
 	}
@@ -158,7 +158,7 @@ func TestMissingTolerationHaltsAtTheBudget(t *testing.T) {
 	e.kill(first)
 	e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-2", Verbosity: 2})
 	consistently(t, "only "+failed+" lost the app after a restart", 15*time.Second, stripped)
-	if s := e.waitRolloutStatus("the status", func(*controller.RolloutStatus) bool { return true }); !s.Halted || s.Failed.Count != budget {
+	if s := e.waitRolloutStatus("the status", func(*rollout.Status) bool { return true }); !s.Halted || s.Failed.Count != budget {
 		t.Errorf("after the restart: got %+v, want still halted with %d failed", s, budget)
 	}
 }

@@ -17,8 +17,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // pluginBinary is the kubectl plugin, found by kubectl on PATH by its name.
@@ -36,7 +36,7 @@ func TestKubectlPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.startController(e.cluster.Kubeconfig, "-v=2")
-	first := e.waitRolloutStatus("the first rollout settled", func(s *controller.RolloutStatus) bool { return s.Updated == nodes })
+	first := e.waitRolloutStatus("the first rollout settled", func(s *rollout.Status) bool { return s.Updated == nodes })
 	ds := "daemonset/" + dsName
 
 	t.Run("status of a settled rollout", func(t *testing.T) {
@@ -60,18 +60,18 @@ func TestKubectlPlugin(t *testing.T) {
 			t.Fatalf("got exit %d, stdout %q, stderr %q, want 0, %q", code, stdout, stderr, want)
 		}
 		want := maps.Clone(before)
-		want[controller.PausedAnnotation] = "true"
+		want[rollout.PausedAnnotation] = "true"
 		if got := e.annotations(); !maps.Equal(got, want) {
-			t.Errorf("got annotations %v after pause, want %v: %s alone added", got, want, controller.PausedAnnotation)
+			t.Errorf("got annotations %v after pause, want %v: %s alone added", got, want, rollout.PausedAnnotation)
 		}
 	})
 	e.setImage(newImage)
-	paused := e.waitRolloutStatus("the new revision paused", func(s *controller.RolloutStatus) bool {
+	paused := e.waitRolloutStatus("the new revision paused", func(s *rollout.Status) bool {
 		return s.Hash != first.Hash && s.Paused && s.HeldBack == nodes
 	})
 	t.Run("status of a paused rollout", func(t *testing.T) {
 		stdout, stderr, code := e.kubectlEdgeota("rollout", "status", ds, "-n", e.ns)
-		want := fmt.Sprintf("Waiting for daemonset %q rollout: paused (%s); 0 of %d nodes updated\n", dsName, controller.PausedAnnotation, nodes)
+		want := fmt.Sprintf("Waiting for daemonset %q rollout: paused (%s); 0 of %d nodes updated\n", dsName, rollout.PausedAnnotation, nodes)
 		if code != 0 || !strings.HasPrefix(stdout, want) {
 			t.Errorf("got exit %d, stdout %q, stderr %q, want 0 and first %q", code, stdout, stderr, want)
 		}
@@ -87,9 +87,9 @@ func TestKubectlPlugin(t *testing.T) {
 			t.Fatalf("got exit %d, stdout %q, stderr %q, want 0, %q", code, stdout, stderr, want)
 		}
 		want := maps.Clone(before)
-		delete(want, controller.PausedAnnotation)
+		delete(want, rollout.PausedAnnotation)
 		if got := e.annotations(); !maps.Equal(got, want) {
-			t.Errorf("got annotations %v after resume, want %v: %s alone removed", got, want, controller.PausedAnnotation)
+			t.Errorf("got annotations %v after resume, want %v: %s alone removed", got, want, rollout.PausedAnnotation)
 		}
 		stdout, stderr, code = e.kubectlEdgeota("rollout", "status", ds, "-n", e.ns, "--watch", "--timeout", "2m")
 		t.Logf("kubectl edgeota rollout status --watch:\n%s", stdout)
@@ -154,6 +154,6 @@ func (e *env) annotations() map[string]string {
 		e.t.Fatal(err)
 	}
 	all := maps.Clone(ds.Annotations)
-	delete(all, controller.RolloutStatusAnnotation)
+	delete(all, rollout.RolloutStatusAnnotation)
 	return all
 }

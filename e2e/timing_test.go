@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/edgeota/edgeota/controller"
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // utcWindow is a daily window in UTC from start for d, as the annotation
@@ -32,10 +32,10 @@ func utcWindow(start time.Time, d time.Duration) string {
 func TestWindowOpensThenRolls(t *testing.T) {
 	const nodes = 4
 	opens := time.Now().Add(90 * time.Second).Truncate(time.Minute)
-	e := brakeEnv(t, nodes, 2, 0, map[string]string{controller.MaintenanceWindowAnnotation: utcWindow(opens, 30*time.Minute)})
+	e := brakeEnv(t, nodes, 2, 0, map[string]string{rollout.MaintenanceWindowAnnotation: utcWindow(opens, 30*time.Minute)})
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	e.setImage(newImage)
-	waiting := e.waitRolloutStatus("nodes waiting for the window", func(s *controller.RolloutStatus) bool {
+	waiting := e.waitRolloutStatus("nodes waiting for the window", func(s *rollout.Status) bool {
 		return s.WaitingForWindow != nil && s.WaitingForWindow.Count == nodes
 	})
 	if !waiting.WaitingForWindow.At.Time.Equal(opens) {
@@ -56,7 +56,7 @@ func TestWindowOpensThenRolls(t *testing.T) {
 func (e *env) firstDeletion() time.Time {
 	e.t.Helper()
 	var first time.Time
-	for _, ev := range e.eventsOf(controller.ReasonDeletedPod) {
+	for _, ev := range e.eventsOf(rollout.ReasonDeletedPod) {
 		at := ev.FirstTimestamp.Time
 		if ev.EventTime.Time.After(at) {
 			at = ev.EventTime.Time
@@ -74,17 +74,17 @@ func (e *env) firstDeletion() time.Time {
 func TestWindowsInNodeTimeZones(t *testing.T) {
 	const nodes = 6
 	// Open now in UTC, for two hours: closed 14 hours ahead, in Kiribati.
-	e := brakeEnv(t, nodes, 10, 0, map[string]string{controller.MaintenanceWindowAnnotation: utcWindow(time.Now().Add(-time.Hour), 2*time.Hour)})
+	e := brakeEnv(t, nodes, 10, 0, map[string]string{rollout.MaintenanceWindowAnnotation: utcWindow(time.Now().Add(-time.Hour), 2*time.Hour)})
 	here, ahead := allNodes(nodes)[:3], allNodes(nodes)[3:]
 	for _, n := range here {
-		e.annotateNode(n, controller.NodeTimeZoneAnnotation, "Etc/UTC")
+		e.annotateNode(n, rollout.NodeTimeZoneAnnotation, "Etc/UTC")
 	}
 	for _, n := range ahead {
-		e.annotateNode(n, controller.NodeTimeZoneAnnotation, "Pacific/Kiritimati")
+		e.annotateNode(n, rollout.NodeTimeZoneAnnotation, "Pacific/Kiritimati")
 	}
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	e.setImage(newImage)
-	s := e.waitRolloutStatus("the open group updated, the other waiting", func(s *controller.RolloutStatus) bool {
+	s := e.waitRolloutStatus("the open group updated, the other waiting", func(s *rollout.Status) bool {
 		return s.Updated == len(here) && s.WaitingForWindow != nil && s.WaitingForWindow.Count == len(ahead)
 	})
 	t.Logf("rollout status: %+v", s)
@@ -122,7 +122,7 @@ func TestOTADeadlineCarriedOut(t *testing.T) {
 	const nodes, budget = 4, 1
 	e := newEnv(t, nodes)
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA", maxUnavailableAnnotation: fmt.Sprint(budget),
-		controller.UpgradeDeadlineAnnotation: "20"})
+		rollout.UpgradeDeadlineAnnotation: "20"})
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	node1 := allNodes(nodes)[0]
 	a := e.startAgent(node1, e.cluster.Kubeconfig)
@@ -146,7 +146,7 @@ func TestOTADeadlineCarriedOut(t *testing.T) {
 	if pods, err := e.podsByNode(e.ctx()); err != nil || pods[node1].UID != marked[node1].UID {
 		t.Errorf("%s's pod was upgraded before ListUpgrades showed its deadline (%v)", node1, err)
 	}
-	s := e.waitRolloutStatus("offers outstanding, with the deadline", func(s *controller.RolloutStatus) bool {
+	s := e.waitRolloutStatus("offers outstanding, with the deadline", func(s *rollout.Status) bool {
 		return s.Offered != nil && s.Offered.At != nil
 	})
 	consistently(t, "no upgrade before the deadline", time.Until(s.Offered.At.Add(-2*time.Second)), func(ctx context.Context) (bool, string, error) {
@@ -159,7 +159,7 @@ func TestOTADeadlineCarriedOut(t *testing.T) {
 	if worst.unavailable > budget {
 		t.Errorf("%d nodes without a Ready pod at once, want at most %d: %v", worst.unavailable, budget, worst.nodes)
 	}
-	if got := len(e.eventsOf(controller.ReasonDeletedPod)); got != nodes {
+	if got := len(e.eventsOf(rollout.ReasonDeletedPod)); got != nodes {
 		t.Errorf("got %d deletions by the controller, want %d", got, nodes)
 	}
 }
@@ -169,13 +169,13 @@ func TestOTADeadlineCarriedOut(t *testing.T) {
 // ends; it exits 0 printed once, and 3 when --watch times out.
 func TestKubectlPluginHeldAndWaiting(t *testing.T) {
 	const nodes = 3
-	e := brakeEnv(t, nodes, 3, 0, map[string]string{controller.MaintenanceWindowAnnotation: utcWindow(time.Now().Add(3*time.Hour), time.Hour)})
+	e := brakeEnv(t, nodes, 3, 0, map[string]string{rollout.MaintenanceWindowAnnotation: utcWindow(time.Now().Add(3*time.Hour), time.Hour)})
 	if err := e.h.Tools.Check(pluginBinary, "kubectl"); err != nil {
 		t.Fatal(err)
 	}
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	e.setImage(newImage)
-	e.waitRolloutStatus("nodes waiting for the window", func(s *controller.RolloutStatus) bool {
+	e.waitRolloutStatus("nodes waiting for the window", func(s *rollout.Status) bool {
 		return s.WaitingForWindow != nil && s.WaitingForWindow.Count == nodes
 	})
 	ds := "daemonset/" + dsName
@@ -195,11 +195,11 @@ func TestKubectlPluginHeldAndWaiting(t *testing.T) {
 	held := pods[allNodes(nodes)[0]]
 	until := time.Now().Add(time.Hour).Truncate(time.Second)
 	value, _ := podchannel.Encode(&podchannel.Hold{Until: metav1.NewTime(until), Reason: "driving", At: metav1.Now()})
-	if _, err := podcondition.Annotate(e.ctx(), e.cluster.Client.CoreV1(), held, podcondition.Annotations{podchannel.HoldAnnotation: &value}, "e2e"); err != nil {
+	if _, err := podcondition.Annotate(e.ctx(), e.cluster.Client.CoreV1(), held, podcondition.Annotations{rollout.HoldAnnotation: &value}, "e2e"); err != nil {
 		t.Fatal(err)
 	}
-	e.annotate(controller.MaintenanceWindowAnnotation, "daily 00:00-24:00")
-	e.waitRolloutStatus("one node held, the others updated", func(s *controller.RolloutStatus) bool {
+	e.annotate(rollout.MaintenanceWindowAnnotation, "daily 00:00-24:00")
+	e.waitRolloutStatus("one node held, the others updated", func(s *rollout.Status) bool {
 		return s.Held != nil && s.Held.Count == 1 && s.Updated == nodes-1
 	})
 	stdout, stderr, code = e.kubectlEdgeota("rollout", "status", ds, "-n", e.ns)

@@ -29,16 +29,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/edgeota/edgeota/rollout"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
-
-// Annotation keys on DaemonSet pods.
-const (
-	// OfferAnnotation carries the controller's Offer, as JSON.
-	OfferAnnotation = "edgeota.io/offer"
-	// HoldAnnotation carries the owner's Hold, as JSON.
-	HoldAnnotation = "edgeota.io/hold"
 )
 
 // MaxReasonLength bounds a hold's reason, in bytes: it is shown to people and
@@ -146,16 +139,16 @@ func timesEqual(a, b *metav1.Time) bool {
 // OfferOf reads the pod's offer: nil without one; an error when it does not
 // parse or validate (written by someone else than the controller).
 func OfferOf(pod *corev1.Pod) (*Offer, error) {
-	value, ok := pod.Annotations[OfferAnnotation]
+	value, ok := pod.Annotations[rollout.OfferAnnotation]
 	if !ok {
 		return nil, nil
 	}
 	var o Offer
 	if err := json.Unmarshal([]byte(value), &o); err != nil {
-		return nil, fmt.Errorf("annotation %s of pod %s/%s: %w", OfferAnnotation, pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("annotation %s of pod %s/%s: %w", rollout.OfferAnnotation, pod.Namespace, pod.Name, err)
 	}
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("annotation %s of pod %s/%s: %w", OfferAnnotation, pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("annotation %s of pod %s/%s: %w", rollout.OfferAnnotation, pod.Namespace, pod.Name, err)
 	}
 	return &o, nil
 }
@@ -163,16 +156,16 @@ func OfferOf(pod *corev1.Pod) (*Offer, error) {
 // HoldOf reads the pod's hold: nil without one; an error when it does not
 // parse or validate.
 func HoldOf(pod *corev1.Pod) (*Hold, error) {
-	value, ok := pod.Annotations[HoldAnnotation]
+	value, ok := pod.Annotations[rollout.HoldAnnotation]
 	if !ok {
 		return nil, nil
 	}
 	var h Hold
 	if err := json.Unmarshal([]byte(value), &h); err != nil {
-		return nil, fmt.Errorf("annotation %s of pod %s/%s: %w", HoldAnnotation, pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("annotation %s of pod %s/%s: %w", rollout.HoldAnnotation, pod.Namespace, pod.Name, err)
 	}
 	if err := h.Validate(); err != nil {
-		return nil, fmt.Errorf("annotation %s of pod %s/%s: %w", HoldAnnotation, pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("annotation %s of pod %s/%s: %w", rollout.HoldAnnotation, pod.Namespace, pod.Name, err)
 	}
 	return &h, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeota/edgeota/rollout"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -20,7 +21,7 @@ func TestOfferRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := OfferOf(podWith(OfferAnnotation, value))
+	got, err := OfferOf(podWith(rollout.OfferAnnotation, value))
 	if err != nil || !got.Equal(want) {
 		t.Errorf("got %+v, %v; want %+v", got, err, want)
 	}
@@ -31,7 +32,7 @@ func TestOfferRoundTrip(t *testing.T) {
 
 func TestOfferRefusesBadInput(t *testing.T) {
 	for _, value := range []string{`not json`, `{}`, `{"revision":"a","progressDeadlineSeconds":-1}`, `{"revision":"a","images":{"c":""}}`} {
-		if got, err := OfferOf(podWith(OfferAnnotation, value)); err == nil {
+		if got, err := OfferOf(podWith(rollout.OfferAnnotation, value)); err == nil {
 			t.Errorf("%s: got %+v, want an error", value, got)
 		}
 	}
@@ -40,12 +41,12 @@ func TestOfferRefusesBadInput(t *testing.T) {
 func TestHoldValidation(t *testing.T) {
 	until := metav1.NewTime(time.Now().Add(time.Hour))
 	good, _ := Encode(&Hold{Until: until, Reason: "driving"})
-	if h, err := HoldOf(podWith(HoldAnnotation, good)); err != nil || !h.Active(time.Now()) || h.Active(until.Add(time.Second)) {
+	if h, err := HoldOf(podWith(rollout.HoldAnnotation, good)); err != nil || !h.Active(time.Now()) || h.Active(until.Add(time.Second)) {
 		t.Errorf("got %+v, %v; want an active hold ending at %s", h, err, until)
 	}
 	for _, bad := range []*Hold{{}, {Until: until, Reason: strings.Repeat("x", MaxReasonLength+1)}, {Until: until, Reason: "a\nb"}} {
 		value, _ := Encode(bad)
-		if h, err := HoldOf(podWith(HoldAnnotation, value)); err == nil {
+		if h, err := HoldOf(podWith(rollout.HoldAnnotation, value)); err == nil {
 			t.Errorf("%s: got %+v, want an error", value, h)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/health"
-	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 var appT0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -145,8 +145,8 @@ func TestAppShowsRevisionsAndImages(t *testing.T) {
 	// never shown as the target's; the target revision still is.
 	for name, opt := range map[string]podOption{
 		"another revision's offer":  offered("other", map[string]string{"app": "nginx:9"}, 0),
-		"an offer that is not JSON": withAnnotation(podchannel.OfferAnnotation, "{nope"),
-		"an offer with no revision": withAnnotation(podchannel.OfferAnnotation, `{"images":{"app":"nginx:9"}}`),
+		"an offer that is not JSON": withAnnotation(rollout.OfferAnnotation, "{nope"),
+		"an offer with no revision": withAnnotation(rollout.OfferAnnotation, `{"images":{"app":"nginx:9"}}`),
 	} {
 		app := look(phaseRule{}, &appMemory{}, appT0, appPod("p", "r1", needs(testHash), opt))
 		if got := app.GetTargetImages(); len(got) != 0 || app.GetTargetRevision() != testHash || app.GetPhase() != upgradeAvailable {

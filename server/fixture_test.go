@@ -33,6 +33,7 @@ import (
 	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/edgeota/edgeota/statedir"
 )
 
@@ -392,7 +393,7 @@ func offered(hash string, images map[string]string, deadlineSeconds int64) podOp
 	if err != nil {
 		panic(err) // a map of strings always encodes
 	}
-	return withAnnotation(podchannel.OfferAnnotation, value)
+	return withAnnotation(rollout.OfferAnnotation, value)
 }
 
 func ownedBy(kind string) podOption {

@@ -21,6 +21,7 @@ import (
 	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // notHoldable starts every refusal of a hold or release that depends on the
@@ -251,8 +252,8 @@ func (s *Server) writeHold(ctx context.Context, pod *corev1.Pod, h *podchannel.H
 	}
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
-	if _, err := podcondition.Annotate(actx, s.client, pod, podcondition.Annotations{podchannel.HoldAnnotation: &value}, FieldManager); err != nil {
-		carries := func(p *corev1.Pod) bool { return p != nil && p.Annotations[podchannel.HoldAnnotation] == value }
+	if _, err := podcondition.Annotate(actx, s.client, pod, podcondition.Annotations{rollout.HoldAnnotation: &value}, FieldManager); err != nil {
+		carries := func(p *corev1.Pod) bool { return p != nil && p.Annotations[rollout.HoldAnnotation] == value }
 		if err := s.writeFailed(ctx, pod, err, podWrite{
 			action: fmt.Sprintf("holding pod %s", klog.KObj(pod)), done: carries,
 			notDone: "the pod does not carry the hold", happened: "the hold was written",
@@ -267,17 +268,17 @@ func (s *Server) writeHold(ctx context.Context, pod *corev1.Pod, h *podchannel.H
 // releaseHold removes the hold from the pod's status, reporting whether it
 // had one; a pod without one is not written to.
 func (s *Server) releaseHold(ctx context.Context, pod *corev1.Pod) (bool, error) {
-	if _, held := pod.Annotations[podchannel.HoldAnnotation]; !held {
+	if _, held := pod.Annotations[rollout.HoldAnnotation]; !held {
 		return false, nil
 	}
 	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
 	defer cancel()
-	if _, err := podcondition.Annotate(actx, s.client, pod, podcondition.Annotations{podchannel.HoldAnnotation: nil}, FieldManager); err != nil {
+	if _, err := podcondition.Annotate(actx, s.client, pod, podcondition.Annotations{rollout.HoldAnnotation: nil}, FieldManager); err != nil {
 		free := func(p *corev1.Pod) bool {
 			if p == nil {
 				return true
 			}
-			_, held := p.Annotations[podchannel.HoldAnnotation]
+			_, held := p.Annotations[rollout.HoldAnnotation]
 			return !held
 		}
 		if err := s.writeFailed(ctx, pod, err, podWrite{

@@ -25,6 +25,7 @@ import (
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 const holdPath = "/edgeota.io/v1/namespaces/default/pods/p/hold"
@@ -35,7 +36,7 @@ func withHold(until time.Time, reason string) podOption {
 	if err != nil {
 		panic(err) // a hold always encodes
 	}
-	return withAnnotation(podchannel.HoldAnnotation, value)
+	return withAnnotation(rollout.HoldAnnotation, value)
 }
 
 // podHold is the hold the pod carries in the fake API server, nil without
@@ -594,7 +595,7 @@ func channelOffer(hash string, limit, deadline time.Time) podOption {
 	if err != nil {
 		panic(err)
 	}
-	return withAnnotation(podchannel.OfferAnnotation, value)
+	return withAnnotation(rollout.OfferAnnotation, value)
 }
 
 // TestOwnerViewShowsHoldLimitAndDeadline: the app shows the hold standing on

@@ -28,6 +28,7 @@ import (
 	"github.com/edgeota/edgeota/ownerauth"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // eventuallyApps polls ListUpgrades until ok holds of its answer.
@@ -96,7 +97,7 @@ func TestTargetImagesTravelWithPodNeedUpgrade(t *testing.T) {
 	f.client.ClearActions()
 	want := corev1.PodCondition{Type: podcondition.NeedUpgrade, Status: corev1.ConditionTrue, Message: testTarget}
 	if _, err := podcondition.SetAnnotated(t.Context(), f.client.CoreV1(), pod, want,
-		podcondition.Annotations{podchannel.OfferAnnotation: &offer}, "edgeota-ota-controller"); err != nil {
+		podcondition.Annotations{rollout.OfferAnnotation: &offer}, "edgeota-ota-controller"); err != nil {
 		t.Fatalf("the controller's patch: %v", err)
 	}
 	var writes []k8stesting.Action
@@ -132,7 +133,7 @@ func TestOwnersViewKeepsTheChannelAcrossARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := newFixture(t, fixtureOptions{stateDir: dir}, dsPod("p", offered(testHash, targetImages, 0), withAnnotation(podchannel.HoldAnnotation, hold)))
+	first := newFixture(t, fixtureOptions{stateDir: dir}, dsPod("p", offered(testHash, targetImages, 0), withAnnotation(rollout.HoldAnnotation, hold)))
 	cached, err := first.svc.lister.Pods("default").Get("p")
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestOwnersViewKeepsTheChannelAcrossARestart(t *testing.T) {
 	}
 	stored := storedData(t, dir)
 	for _, p := range []*corev1.Pod{cached, &stored.Pods[0]} {
-		if _, err := podchannel.OfferOf(p); err != nil || p.Annotations[podchannel.OfferAnnotation] == "" || p.Annotations[podchannel.HoldAnnotation] != hold {
+		if _, err := podchannel.OfferOf(p); err != nil || p.Annotations[rollout.OfferAnnotation] == "" || p.Annotations[rollout.HoldAnnotation] != hold {
 			t.Errorf("got annotations %v, want the offer and the hold kept", p.Annotations)
 		}
 	}

@@ -20,18 +20,6 @@ import (
 	"time"
 )
 
-// Annotations this package reads. The keys live here, beside their syntax, so
-// that the controller, the plugin and the documentation share one spelling.
-const (
-	// Annotation, on a DaemonSet, names when its pods may be upgraded: one or
-	// more windows (see Parse). Absent: any time.
-	Annotation = "edgeota.io/maintenance-window"
-	// TimeZoneAnnotation, on a Node, is the IANA time zone the node's windows
-	// are read in, overriding every window's own zone: vehicles cross zones,
-	// and the operator knows where each one is from the fleet's inventory.
-	TimeZoneAnnotation = "edgeota.io/time-zone"
-)
-
 // Schedule is a parsed maintenance-window annotation: a set of weekly
 // windows. It is immutable and safe for concurrent use. The zero Schedule
 // has no windows and places no restriction: it is always open.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // zones caches the zones LoadZone loaded: time.LoadLocation reads and parses
@@ -46,13 +48,13 @@ func LoadZone(name string) (*time.Location, error) {
 // window's own zone applies). An invalid name is an error for that node
 // alone, naming the annotation.
 func NodeZone(annotations map[string]string) (*time.Location, error) {
-	name, ok := annotations[TimeZoneAnnotation]
+	name, ok := annotations[rollout.NodeTimeZoneAnnotation]
 	if !ok {
 		return nil, nil
 	}
 	loc, err := LoadZone(strings.TrimSpace(name))
 	if err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", TimeZoneAnnotation, err)
+		return nil, fmt.Errorf("annotation %s: %w", rollout.NodeTimeZoneAnnotation, err)
 	}
 	return loc, nil
 }

@@ -3,6 +3,8 @@ package window
 import (
 	"testing"
 	"time"
+
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // TestLoadZone: IANA names load (from the embedded database when the system
@@ -37,11 +39,11 @@ func TestNodeZone(t *testing.T) {
 	if loc, err := NodeZone(map[string]string{"other": "x"}); loc != nil || err != nil {
 		t.Errorf("no annotation: got %v, %v, want nil, nil", loc, err)
 	}
-	if loc, err := NodeZone(map[string]string{TimeZoneAnnotation: " Asia/Tokyo\n"}); err != nil || loc.String() != "Asia/Tokyo" {
+	if loc, err := NodeZone(map[string]string{rollout.NodeTimeZoneAnnotation: " Asia/Tokyo\n"}); err != nil || loc.String() != "Asia/Tokyo" {
 		t.Errorf("Asia/Tokyo: got %v, %v, want Asia/Tokyo", loc, err)
 	}
 	want := `annotation edgeota.io/time-zone: time zone "Mars/Olympus": unknown time zone Mars/Olympus; want an IANA name such as Europe/Berlin or UTC (case matters)`
-	if loc, err := NodeZone(map[string]string{TimeZoneAnnotation: "Mars/Olympus"}); err == nil || err.Error() != want {
+	if loc, err := NodeZone(map[string]string{rollout.NodeTimeZoneAnnotation: "Mars/Olympus"}); err == nil || err.Error() != want {
 		t.Errorf("Mars/Olympus: got %v, %v, want error %q", loc, err, want)
 	}
 }

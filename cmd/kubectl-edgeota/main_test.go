@@ -23,8 +23,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/exitcode"
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/edgeota/edgeota/window"
 )
 
@@ -70,7 +70,7 @@ func useKubeconfig(t *testing.T) string {
 // newDaemonSet is the DaemonSet opted in to AdvancedRollingUpdate, its spec
 // observed by the DaemonSet controller, with the extra annotations.
 func newDaemonSet(annotations map[string]string) *appsv1.DaemonSet {
-	all := map[string]string{controller.StrategyAnnotation: "AdvancedRollingUpdate", "owner": "team-edge"}
+	all := map[string]string{rollout.StrategyAnnotation: "AdvancedRollingUpdate", "owner": "team-edge"}
 	for k, v := range annotations {
 		all[k] = v
 	}
@@ -103,13 +103,13 @@ func newRevision(owner types.UID, number int64, hash string) *appsv1.ControllerR
 }
 
 // statusOf is the annotations carrying the controller's status.
-func statusOf(t *testing.T, s controller.RolloutStatus) map[string]string {
+func statusOf(t *testing.T, s rollout.Status) map[string]string {
 	t.Helper()
 	data, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{controller.RolloutStatusAnnotation: string(data)}
+	return map[string]string{rollout.RolloutStatusAnnotation: string(data)}
 }
 
 // merge merges annotation maps, the later winning.
@@ -182,14 +182,14 @@ func TestStatus(t *testing.T) {
 	}{
 		{
 			name:        "complete",
-			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 3, Strategy: controller.StrategyAdvancedRollingUpdate}),
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 3, Total: 3, Strategy: rollout.StrategyAdvancedRollingUpdate}),
 			stdout:      "daemonset \"web\" successfully rolled out: revision 2 (h2) on all 3 nodes\n",
 		},
 		{
 			name: "halted",
-			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 1, Total: 6, Halted: true, Reason: "2 nodes failed (max-failed 2)",
-				Failed:   controller.FailedNodes{Count: 2, Nodes: []string{"edge-node-1", "edge-node-2"}, Reasons: map[string]string{"edge-node-1": "CrashLoopBackOff"}},
-				Strategy: controller.StrategyAdvancedRollingUpdate}),
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 1, Total: 6, Halted: true, Reason: "2 nodes failed (max-failed 2)",
+				Failed:   rollout.FailedNodes{Count: 2, Nodes: []string{"edge-node-1", "edge-node-2"}, Reasons: map[string]string{"edge-node-1": "CrashLoopBackOff"}},
+				Strategy: rollout.StrategyAdvancedRollingUpdate}),
 			code: exitcode.Failed,
 			stdout: "daemonset \"web\" rollout halted: 2 nodes failed (max-failed 2)\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
@@ -199,8 +199,8 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name: "held",
-			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 4, Total: 6,
-				Held: &controller.TimedNodes{Count: 2, At: at(testNow.Add(4 * time.Hour))}, Strategy: controller.StrategyAdvancedRollingUpdate}),
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 4, Total: 6,
+				Held: &rollout.TimedNodes{Count: 2, At: at(testNow.Add(4 * time.Hour))}, Strategy: rollout.StrategyAdvancedRollingUpdate}),
 			stdout: "Waiting for daemonset \"web\" rollout to finish: 4 of 6 nodes updated\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
 				"  updated    4 of 6 nodes\n" +
@@ -208,9 +208,9 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name: "waiting for the window",
-			annotations: merge(map[string]string{window.Annotation: "mon-fri 22:00-04:00 Europe/Berlin"},
-				statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 2, Total: 5, InFlight: 0,
-					WaitingForWindow: &controller.TimedNodes{Count: 3, At: at(time.Date(2025, 1, 10, 21, 0, 0, 0, time.UTC))}, Strategy: controller.StrategyAdvancedRollingUpdate})),
+			annotations: merge(map[string]string{rollout.MaintenanceWindowAnnotation: "mon-fri 22:00-04:00 Europe/Berlin"},
+				statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 2, Total: 5, InFlight: 0,
+					WaitingForWindow: &rollout.TimedNodes{Count: 3, At: at(time.Date(2025, 1, 10, 21, 0, 0, 0, time.UTC))}, Strategy: rollout.StrategyAdvancedRollingUpdate})),
 			stdout: "Waiting for daemonset \"web\" rollout to finish: 2 of 5 nodes updated\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
 				"  updated    2 of 5 nodes\n" +
@@ -219,8 +219,8 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name: "in progress",
-			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 8, InFlight: 2, Skipped: 1,
-				Failed: controller.FailedNodes{Count: 12, Nodes: []string{"n1", "n2"}}, Strategy: controller.StrategyAdvancedRollingUpdate}),
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 3, Total: 8, InFlight: 2, Skipped: 1,
+				Failed: rollout.FailedNodes{Count: 12, Nodes: []string{"n1", "n2"}}, Strategy: rollout.StrategyAdvancedRollingUpdate}),
 			stdout: "Waiting for daemonset \"web\" rollout to finish: 3 of 8 nodes updated\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
 				"  updated    3 of 8 nodes\n" +
@@ -230,8 +230,8 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name: "paused",
-			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 1, Total: 4, HeldBack: 3, Paused: true,
-				Reason: "edgeota.io/paused is true", Strategy: controller.StrategyAdvancedRollingUpdate}),
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 1, Total: 4, HeldBack: 3, Paused: true,
+				Reason: "edgeota.io/paused is true", Strategy: rollout.StrategyAdvancedRollingUpdate}),
 			stdout: "Waiting for daemonset \"web\" rollout: paused (edgeota.io/paused); 1 of 4 nodes updated\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
 				"  updated    1 of 4 nodes\n" +
@@ -239,8 +239,8 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name: "as far as the partition allows",
-			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 4, Total: 6, HeldBack: 2,
-				Strategy: controller.StrategyAdvancedRollingUpdate}),
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 4, Total: 6, HeldBack: 2,
+				Strategy: rollout.StrategyAdvancedRollingUpdate}),
 			stdout: "daemonset \"web\" rolled out as far as allowed: revision 2 (h2) on 4 of 6 nodes, 2 held back by the node selector or partition\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
 				"  updated    4 of 6 nodes\n" +
@@ -248,8 +248,8 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name: "OTA offers",
-			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 1, Total: 6,
-				Offered: &controller.TimedNodes{Count: 5, At: at(testNow.Add(48 * time.Hour))}, Strategy: controller.StrategyOTA}),
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 1, Total: 6,
+				Offered: &rollout.TimedNodes{Count: 5, At: at(testNow.Add(48 * time.Hour))}, Strategy: rollout.StrategyOTA}),
 			stdout: "Waiting for daemonset \"web\" rollout to finish: 1 of 6 nodes updated\n" +
 				"  revision   2 (h2), OTA\n" +
 				"  updated    1 of 6 nodes\n" +
@@ -257,14 +257,14 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name: "stale: a halt of the previous revision",
-			annotations: merge(map[string]string{window.Annotation: "Sat 22:00-02:00"},
-				statusOf(t, controller.RolloutStatus{Revision: 1, Hash: "h1", Updated: 1, Total: 6, Halted: true, Reason: "1 node failed (max-failed 1)"})),
+			annotations: merge(map[string]string{rollout.MaintenanceWindowAnnotation: "Sat 22:00-02:00"},
+				statusOf(t, rollout.Status{Revision: 1, Hash: "h1", Updated: 1, Total: 6, Halted: true, Reason: "1 node failed (max-failed 1)"})),
 			stdout: "Waiting for the controller to take up revision 2 (h2) of daemonset \"web\": its rollout status is about revision 1 (h1)\n" +
 				"  window     Sat 22:00-02:00\n",
 		},
 		{
 			name:        "stale: the same number, another hash",
-			annotations: statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h1", Updated: 6, Total: 6}),
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h1", Updated: 6, Total: 6}),
 			stdout:      "Waiting for the controller to take up revision 2 (h2) of daemonset \"web\": its rollout status is about revision 2 (h1)\n",
 		},
 		{
@@ -273,13 +273,13 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name:        "a status that does not parse",
-			annotations: map[string]string{controller.RolloutStatusAnnotation: "{"},
+			annotations: map[string]string{rollout.RolloutStatusAnnotation: "{"},
 			stdout:      "Waiting for the controller: the rollout status of daemonset \"web\" does not parse (unexpected end of JSON input)\n",
 		},
 		{
 			name: "an invalid window",
-			annotations: merge(map[string]string{window.Annotation: "Mon-Fry 22:00-04:00"},
-				statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 0, Total: 2})),
+			annotations: merge(map[string]string{rollout.MaintenanceWindowAnnotation: "Mon-Fry 22:00-04:00"},
+				statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 0, Total: 2})),
 			stdout: "Waiting for daemonset \"web\" rollout to finish: 0 of 2 nodes updated\n" +
 				"  revision   2 (h2)\n" +
 				"  updated    0 of 2 nodes\n" +
@@ -300,7 +300,7 @@ func TestStatus(t *testing.T) {
 // previous one must not pass for it.
 func TestStatusBeforeTheDaemonSetController(t *testing.T) {
 	useKubeconfig(t)
-	ds := newDaemonSet(statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 3}))
+	ds := newDaemonSet(statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 3, Total: 3}))
 	ds.Generation = 3
 	stdout, stderr, code := plugin(t, newCluster(ds), "rollout", "status", "ds/web")
 	want := "Waiting for the DaemonSet controller to take up the spec of daemonset \"web\"\n"
@@ -316,8 +316,8 @@ func TestStatusShowsTimesInTheUsersZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := newCluster(newDaemonSet(statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 0, Total: 1,
-		WaitingForWindow: &controller.TimedNodes{Count: 1, At: at(testNow.Add(-90 * time.Second))}})))
+	client := newCluster(newDaemonSet(statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 0, Total: 1,
+		WaitingForWindow: &rollout.TimedNodes{Count: 1, At: at(testNow.Add(-90 * time.Second))}})))
 	var out, errOut syncBuffer
 	env := testEnv(client, &out, &errOut)
 	env.zone = berlin
@@ -336,9 +336,9 @@ func TestStatusErrors(t *testing.T) {
 		return client
 	}
 	notOptedIn := newDaemonSet(nil)
-	delete(notOptedIn.Annotations, controller.StrategyAnnotation)
-	legacy := newDaemonSet(map[string]string{controller.LegacyStrategyAnnotation: "OTA"})
-	delete(legacy.Annotations, controller.StrategyAnnotation)
+	delete(notOptedIn.Annotations, rollout.StrategyAnnotation)
+	legacy := newDaemonSet(map[string]string{rollout.LegacyStrategyAnnotation: "OTA"})
+	delete(legacy.Annotations, rollout.StrategyAnnotation)
 	for _, c := range []struct {
 		name   string
 		client *fake.Clientset
@@ -411,7 +411,7 @@ func follow(t *testing.T, ds *appsv1.DaemonSet, change func(*fake.Clientset), ex
 }
 
 // setStatus writes the controller's status on the fake DaemonSet.
-func setStatus(t *testing.T, s controller.RolloutStatus) func(*fake.Clientset) {
+func setStatus(t *testing.T, s rollout.Status) func(*fake.Clientset) {
 	return func(client *fake.Clientset) {
 		ds, err := client.AppsV1().DaemonSets(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
 		if err != nil {
@@ -428,7 +428,7 @@ func setStatus(t *testing.T, s controller.RolloutStatus) func(*fake.Clientset) {
 // TestWatch: --watch follows the rollout to its end, whichever it is.
 func TestWatch(t *testing.T) {
 	useKubeconfig(t)
-	inProgress := controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 1, Total: 3, InFlight: 1, Strategy: controller.StrategyOTA}
+	inProgress := rollout.Status{Revision: 2, Hash: "h2", Updated: 1, Total: 3, InFlight: 1, Strategy: rollout.StrategyOTA}
 	const inProgressLines = "Waiting for daemonset \"web\" rollout to finish: 1 of 3 nodes updated\n" +
 		"  revision   2 (h2), OTA\n" +
 		"  updated    1 of 3 nodes\n" +
@@ -437,15 +437,15 @@ func TestWatch(t *testing.T) {
 
 	t.Run("to completion", func(t *testing.T) {
 		stdout, stderr, code := follow(t, newDaemonSet(statusOf(t, inProgress)),
-			setStatus(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 3, Strategy: controller.StrategyOTA}))
+			setStatus(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 3, Total: 3, Strategy: rollout.StrategyOTA}))
 		if want := inProgressLines + completeLine; code != exitcode.OK || stdout != want || stderr != "" {
 			t.Errorf("got exit %d, stdout:\n%s\nstderr: %s\nwant exit 0, stdout:\n%s", code, stdout, stderr, want)
 		}
 	})
 	t.Run("to a halt", func(t *testing.T) {
 		stdout, stderr, code := follow(t, newDaemonSet(statusOf(t, inProgress)),
-			setStatus(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 1, Total: 3, Halted: true, Reason: "1 node failed (max-failed 1)",
-				Failed: controller.FailedNodes{Count: 1, Nodes: []string{"n3"}}, Strategy: controller.StrategyOTA}))
+			setStatus(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 1, Total: 3, Halted: true, Reason: "1 node failed (max-failed 1)",
+				Failed: rollout.FailedNodes{Count: 1, Nodes: []string{"n3"}}, Strategy: rollout.StrategyOTA}))
 		want := inProgressLines + "daemonset \"web\" rollout halted: 1 node failed (max-failed 1)\n" +
 			"  revision   2 (h2), OTA\n" +
 			"  updated    1 of 3 nodes\n" +
@@ -455,8 +455,8 @@ func TestWatch(t *testing.T) {
 		}
 	})
 	t.Run("from a stale status to completion", func(t *testing.T) {
-		stdout, _, code := follow(t, newDaemonSet(statusOf(t, controller.RolloutStatus{Revision: 1, Hash: "h1", Updated: 3, Total: 3})),
-			setStatus(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 3}))
+		stdout, _, code := follow(t, newDaemonSet(statusOf(t, rollout.Status{Revision: 1, Hash: "h1", Updated: 3, Total: 3})),
+			setStatus(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 3, Total: 3}))
 		want := "Waiting for the controller to take up revision 2 (h2) of daemonset \"web\": its rollout status is about revision 1 (h1)\n" + completeLine
 		if code != exitcode.OK || stdout != want {
 			t.Errorf("got exit %d, stdout:\n%s\nwant exit 0, stdout:\n%s", code, stdout, want)
@@ -480,7 +480,7 @@ func TestWatch(t *testing.T) {
 		}
 	})
 	t.Run("already complete: no watch", func(t *testing.T) {
-		client := newCluster(newDaemonSet(statusOf(t, controller.RolloutStatus{Revision: 2, Hash: "h2", Updated: 3, Total: 3})))
+		client := newCluster(newDaemonSet(statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 3, Total: 3})))
 		var out, errOut syncBuffer
 		if code := run(t.Context(), []string{"rollout", "status", "ds/web", "--watch"}, testEnv(client, &out, &errOut)); code != exitcode.OK || out.String() != completeLine {
 			t.Errorf("got exit %d, %q, want 0, %q", code, out.String(), completeLine)
@@ -504,12 +504,12 @@ func TestPauseResume(t *testing.T) {
 		want    map[string]string // the annotation after
 		printed string
 	}{
-		{"pause", nil, `{"metadata":{"annotations":{"edgeota.io/paused":"true"}}}`, map[string]string{controller.PausedAnnotation: "true"}, "daemonset.apps/web paused\n"},
-		{"pause", map[string]string{controller.PausedAnnotation: "false"}, `{"metadata":{"annotations":{"edgeota.io/paused":"true"}}}`, map[string]string{controller.PausedAnnotation: "true"}, "daemonset.apps/web paused\n"},
-		{"resume", map[string]string{controller.PausedAnnotation: "true"}, `{"metadata":{"annotations":{"edgeota.io/paused":null}}}`, nil, "daemonset.apps/web resumed\n"},
+		{"pause", nil, `{"metadata":{"annotations":{"edgeota.io/paused":"true"}}}`, map[string]string{rollout.PausedAnnotation: "true"}, "daemonset.apps/web paused\n"},
+		{"pause", map[string]string{rollout.PausedAnnotation: "false"}, `{"metadata":{"annotations":{"edgeota.io/paused":"true"}}}`, map[string]string{rollout.PausedAnnotation: "true"}, "daemonset.apps/web paused\n"},
+		{"resume", map[string]string{rollout.PausedAnnotation: "true"}, `{"metadata":{"annotations":{"edgeota.io/paused":null}}}`, nil, "daemonset.apps/web resumed\n"},
 		{"resume", nil, `{"metadata":{"annotations":{"edgeota.io/paused":null}}}`, nil, "daemonset.apps/web resumed\n"},
 	} {
-		t.Run(c.verb+" from "+c.paused[controller.PausedAnnotation], func(t *testing.T) {
+		t.Run(c.verb+" from "+c.paused[rollout.PausedAnnotation], func(t *testing.T) {
 			before := newDaemonSet(c.paused)
 			client := newCluster(before.DeepCopy())
 			stdout, stderr, code := plugin(t, client, "rollout", c.verb, "daemonset", "web")
@@ -537,7 +537,7 @@ func TestPauseResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := before.DeepCopy()
-			delete(want.Annotations, controller.PausedAnnotation)
+			delete(want.Annotations, rollout.PausedAnnotation)
 			want.Annotations = merge(want.Annotations, c.want)
 			after.ManagedFields, after.ResourceVersion = nil, ""
 			if got, _ := json.Marshal(after); string(got) != string(mustJSON(t, want)) {
@@ -547,7 +547,7 @@ func TestPauseResume(t *testing.T) {
 	}
 	t.Run("not opted in", func(t *testing.T) {
 		ds := newDaemonSet(nil)
-		delete(ds.Annotations, controller.StrategyAnnotation)
+		delete(ds.Annotations, rollout.StrategyAnnotation)
 		client := newCluster(ds)
 		_, stderr, code := plugin(t, client, "rollout", "pause", "ds/web")
 		if code != exitcode.Failed || !strings.Contains(stderr, "is not rolled out by edgeota") {

@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/edgeota/edgeota/rollout"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/edgeota/edgeota/controller"
 )
 
 // setPaused pauses the DaemonSet's rollout (edgeota.io/paused: "true") or
@@ -29,7 +28,7 @@ func (c *cli) setPaused(ctx context.Context, name string, pause bool) error {
 	if !pause {
 		value, done = nil, "resumed"
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{controller.PausedAnnotation: value}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{rollout.PausedAnnotation: value}}})
 	if err != nil {
 		return fmt.Errorf("encoding the patch: %w", err)
 	}

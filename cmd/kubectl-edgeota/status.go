@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/exitcode"
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/edgeota/edgeota/window"
 )
 
@@ -61,7 +61,7 @@ type view struct {
 	stage    stage
 	headline string
 	// status is the controller's, when it is about the newest revision.
-	status *controller.RolloutStatus
+	status *rollout.Status
 	// annotation is the status as written, which tells two views apart.
 	annotation string
 	// window is the DaemonSet's maintenance window in canonical form, or
@@ -163,8 +163,8 @@ func (c *cli) assess(ctx context.Context, ds *appsv1.DaemonSet) (view, error) {
 	if err := optedIn(ds); err != nil {
 		return view{}, err
 	}
-	v := view{stage: stageWaitingForController, annotation: ds.Annotations[controller.RolloutStatusAnnotation]}
-	if value, ok := ds.Annotations[window.Annotation]; ok {
+	v := view{stage: stageWaitingForController, annotation: ds.Annotations[rollout.RolloutStatusAnnotation]}
+	if value, ok := ds.Annotations[rollout.MaintenanceWindowAnnotation]; ok {
 		if schedule, err := window.Parse(value); err != nil {
 			v.window = "invalid, nothing is upgraded until it is fixed: " + err.Error()
 		} else {
@@ -180,13 +180,13 @@ func (c *cli) assess(ctx context.Context, ds *appsv1.DaemonSet) (view, error) {
 		return v, nil
 	}
 	hash := newest.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
-	value, ok := ds.Annotations[controller.RolloutStatusAnnotation]
+	value, ok := ds.Annotations[rollout.RolloutStatusAnnotation]
 	if !ok {
 		v.headline = fmt.Sprintf("Waiting for the controller: daemonset %q has no rollout status yet (if that lasts, its events say why: kubectl describe daemonset %s -n %s)",
 			ds.Name, ds.Name, ds.Namespace)
 		return v, nil
 	}
-	var s controller.RolloutStatus
+	var s rollout.Status
 	if err := json.Unmarshal([]byte(value), &s); err != nil {
 		v.headline = fmt.Sprintf("Waiting for the controller: the rollout status of daemonset %q does not parse (%v)", ds.Name, err)
 		return v, nil
@@ -203,20 +203,20 @@ func (c *cli) assess(ctx context.Context, ds *appsv1.DaemonSet) (view, error) {
 
 // optedIn is an error unless the DaemonSet asks edgeota to roll it out.
 func optedIn(ds *appsv1.DaemonSet) error {
-	_, current := ds.Annotations[controller.StrategyAnnotation]
-	_, legacy := ds.Annotations[controller.LegacyStrategyAnnotation]
+	_, current := ds.Annotations[rollout.StrategyAnnotation]
+	_, legacy := ds.Annotations[rollout.LegacyStrategyAnnotation]
 	if current || legacy {
 		return nil
 	}
 	return &outcomeError{code: exitcode.Failed, message: fmt.Sprintf(
 		"daemonset %q is not rolled out by edgeota: it has no annotation %s (kubectl rollout status follows the native strategies)",
-		ds.Name, controller.StrategyAnnotation)}
+		ds.Name, rollout.StrategyAnnotation)}
 }
 
 // judge tells the stage of a rollout from its current status, and the
 // headline saying so. Complete is the controller's rule for its
 // RolloutCompleted event (RolloutStatus.Complete).
-func judge(name string, s *controller.RolloutStatus) (stage, string) {
+func judge(name string, s *rollout.Status) (stage, string) {
 	switch {
 	case s.Halted:
 		reason := s.Reason
@@ -227,7 +227,7 @@ func judge(name string, s *controller.RolloutStatus) (stage, string) {
 	case s.Complete():
 		return stageComplete, fmt.Sprintf("daemonset %q successfully rolled out: revision %d (%s) on all %s", name, s.Revision, s.Hash, nodes(s.Total))
 	case s.Paused:
-		return stagePaused, fmt.Sprintf("Waiting for daemonset %q rollout: paused (%s); %d of %s updated", name, controller.PausedAnnotation, s.Updated, nodes(s.Total))
+		return stagePaused, fmt.Sprintf("Waiting for daemonset %q rollout: paused (%s); %d of %s updated", name, rollout.PausedAnnotation, s.Updated, nodes(s.Total))
 	case s.HeldBack > 0 && s.Updated+s.HeldBack == s.Total && s.InFlight == 0 && s.Failed.Count == 0 &&
 		count(s.Held) == 0 && count(s.WaitingForWindow) == 0:
 		return stageAsFarAsAllowed, fmt.Sprintf("daemonset %q rolled out as far as allowed: revision %d (%s) on %d of %s, %d held back by the node selector or partition",
@@ -251,7 +251,7 @@ func (c *cli) newestRevision(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1
 	for i := range list.Items {
 		revisions[i] = &list.Items[i]
 	}
-	return controller.NewestRevision(ds.UID, revisions), nil
+	return rollout.NewestRevision(ds.UID, revisions), nil
 }
 
 // print writes the view: its headline, then, unless the rollout is
@@ -299,7 +299,7 @@ func (c *cli) print(v view) {
 
 // when renders a TimedNodes' time after what, in the user's zone and from
 // now; nothing when it has none.
-func (c *cli) when(t *controller.TimedNodes, what string) string {
+func (c *cli) when(t *rollout.TimedNodes, what string) string {
 	if t.At == nil {
 		return ""
 	}
@@ -338,7 +338,7 @@ func relative(d time.Duration) string {
 
 // failedNodes names the failed nodes the status records, with why when it
 // says, and how many more there are.
-func failedNodes(f controller.FailedNodes) string {
+func failedNodes(f rollout.FailedNodes) string {
 	names := make([]string, 0, len(f.Nodes))
 	for _, n := range f.Nodes {
 		if why := f.Reasons[n]; why != "" {
@@ -357,7 +357,7 @@ func failedNodes(f controller.FailedNodes) string {
 }
 
 // count is how many nodes a TimedNodes counts; none when absent.
-func count(t *controller.TimedNodes) int {
+func count(t *rollout.TimedNodes) int {
 	if t == nil {
 		return 0
 	}

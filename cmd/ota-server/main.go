@@ -31,6 +31,7 @@ import (
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/internal/command"
 	"github.com/edgeota/edgeota/ownerauth"
+	"github.com/edgeota/edgeota/rollout"
 	"github.com/edgeota/edgeota/server"
 	"github.com/edgeota/edgeota/statedir"
 )
@@ -89,7 +90,7 @@ func main() {
 	fs.StringVar(&opts.tokenFile, "token-auth-file", "", "bearer tokens in kube-apiserver's static token file format: token,user,uid,\"group1,group2\" (needs TLS off loopback)")
 	fs.StringVar(&opts.stateDir, "state-dir", defaultStateDir, "directory (0700, created if missing) where the agent keeps its view of the pods and the queued actions across restarts; empty disables them")
 	fs.DurationVar(&opts.queuedActionTTL, "queued-action-ttl", server.DefaultQueuedActionTTL, "how long an action queued while the API server is unreachable waits before it expires")
-	fs.DurationVar(&opts.upgradeDeadline, "upgrade-deadline", health.DefaultDeadline, "how long an upgraded pod may take to become available before its upgrade counts as FAILED, unless its DaemonSet sets "+health.ProgressDeadlineAnnotation)
+	fs.DurationVar(&opts.upgradeDeadline, "upgrade-deadline", health.DefaultDeadline, "how long an upgraded pod may take to become available before its upgrade counts as FAILED, unless its DaemonSet sets "+rollout.ProgressDeadlineAnnotation)
 	fs.IntVar(&opts.maxWatchers, "max-watchers", server.DefaultMaxWatchers, "concurrent WatchUpgrades streams; beyond, RESOURCE_EXHAUSTED / 429")
 	command.Main(fs, func(ctx context.Context) error { return run(ctx, opts) })
 }

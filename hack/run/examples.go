@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/localcluster"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // examplesReadyTimeout bounds the wait for the examples' pods: seconds with
@@ -41,7 +41,7 @@ func applyExamples(ctx context.Context, c *localcluster.Cluster, dir string, age
 		}
 		examples = examples[:0]
 		for _, ds := range list.Items {
-			if _, ok := ds.Annotations[controller.StrategyAnnotation]; !ok {
+			if _, ok := ds.Annotations[rollout.StrategyAnnotation]; !ok {
 				continue
 			}
 			if ds.Status.DesiredNumberScheduled == 0 || ds.Status.NumberReady != ds.Status.DesiredNumberScheduled {
@@ -56,7 +56,7 @@ func applyExamples(ctx context.Context, c *localcluster.Cluster, dir string, age
 		return len(examples) > 0, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the examples' DaemonSets (annotated %s) to be ready on every node: %w", controller.StrategyAnnotation, err)
+		return nil, fmt.Errorf("waiting for the examples' DaemonSets (annotated %s) to be ready on every node: %w", rollout.StrategyAnnotation, err)
 	}
 	slices.SortFunc(examples, func(a, b example) int { return strings.Compare(a.namespace+"/"+a.name, b.namespace+"/"+b.name) })
 	return examples, nil
@@ -64,7 +64,7 @@ func applyExamples(ctx context.Context, c *localcluster.Cluster, dir string, age
 
 func describe(ctx context.Context, c *localcluster.Cluster, ds *appsv1.DaemonSet, node string) (example, error) {
 	first := ds.Spec.Template.Spec.Containers[0]
-	e := example{namespace: ds.Namespace, name: ds.Name, strategy: ds.Annotations[controller.StrategyAnnotation], container: first.Name, image: first.Image}
+	e := example{namespace: ds.Namespace, name: ds.Name, strategy: ds.Annotations[rollout.StrategyAnnotation], container: first.Name, image: first.Image}
 	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil {
 		return e, fmt.Errorf("DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)

@@ -5,10 +5,10 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // printGuide prints what to try, as commands to paste from the checkout root,
@@ -29,13 +29,13 @@ func printGuide(w io.Writer, s *session, examples []example) {
 	p("# The cluster (admin kubeconfig: %s)", kubeconfig)
 	p("  %s get nodes,daemonsets,pods -A -o wide", kubectl)
 	p("")
-	p("# The examples (annotation %s)", controller.StrategyAnnotation)
+	p("# The examples (annotation %s)", rollout.StrategyAnnotation)
 	for _, e := range examples {
 		p("  %s/%s: %s, %s=%s; its pod on %s: %s", e.namespace, e.name, e.strategy, e.container, e.image, s.agentNode, e.agentPod)
 	}
 	e := examples[0]
 	for _, x := range examples {
-		if x.strategy == string(controller.StrategyOTA) {
+		if x.strategy == string(rollout.StrategyOTA) {
 			e = x
 			break
 		}
@@ -69,14 +69,14 @@ func printGuide(w io.Writer, s *session, examples []example) {
 	p("")
 	rolling := examples[0]
 	for _, x := range examples {
-		if x.strategy != string(controller.StrategyOTA) {
+		if x.strategy != string(rollout.StrategyOTA) {
 			rolling = x
 			break
 		}
 	}
 	p("# Follow a rollout with the kubectl plugin (bin/kubectl-edgeota, found on PATH); give it a nightly window")
 	p("  PATH=$PWD/bin:$PATH %s -n %s edgeota rollout status daemonset/%s --watch", kubectl, rolling.namespace, rolling.name)
-	p("  %s -n %s annotate daemonset/%s %s='daily 01:00-05:00'", kubectl, rolling.namespace, rolling.name, controller.MaintenanceWindowAnnotation)
+	p("  %s -n %s annotate daemonset/%s %s='daily 01:00-05:00'", kubectl, rolling.namespace, rolling.name, rollout.MaintenanceWindowAnnotation)
 	p("")
 	p("# Cut a node off (it stops reporting; Ready turns Unknown), then bring it back")
 	p("  %s label node %s %s=true", kubectl, localcluster.NodeName(2), localcluster.CutOffLabel)

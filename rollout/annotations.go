@@ -1,0 +1,91 @@
+package rollout
+
+// Annotations an operator writes on a DaemonSet. The first three are spelt as
+// OpenYurt spells them, so that manifests written for its upgrade model work
+// unchanged; the rest are edgeota's own.
+const (
+	// StrategyAnnotation opts a DaemonSet in and names its strategy (see
+	// StrategyOf).
+	StrategyAnnotation = "apps.openyurt.io/update-strategy"
+	// LegacyStrategyAnnotation is the key as OpenYurt's original design
+	// proposal spelt it: accepted, with an event naming StrategyAnnotation,
+	// which wins when both are set.
+	LegacyStrategyAnnotation = "apps.openyurt.io/upgrade-strategy"
+	// MaxUnavailableAnnotation bounds how many nodes a rollout takes down at
+	// once: an integer, or a percentage of the nodes running the DaemonSet,
+	// rounded up (see MaxUnavailable).
+	MaxUnavailableAnnotation = "apps.openyurt.io/max-unavailable"
+
+	// MaxFailedAnnotation is how many nodes may fail for the target revision
+	// before the rollout halts: an integer or a percentage of the nodes,
+	// rounded up, at least 1. Absent: the max-unavailable budget.
+	MaxFailedAnnotation = "edgeota.io/max-failed"
+	// ProgressDeadlineAnnotation is how many seconds an upgraded node may
+	// stay in flight before it counts as failed. Absent: 600. The node agent
+	// reads it too, through the offer on its pods.
+	ProgressDeadlineAnnotation = "edgeota.io/progress-deadline-seconds"
+	// PausedAnnotation, "true", stops deletions (AdvancedRollingUpdate) and
+	// new offers (OTA); what is under way goes on.
+	PausedAnnotation = "edgeota.io/paused"
+	// RolloutNodeSelectorAnnotation is a label selector in kubectl's syntax:
+	// only pods on matching nodes are upgraded or offered.
+	RolloutNodeSelectorAnnotation = "edgeota.io/rollout-node-selector"
+	// PartitionAnnotation is how many of the nodes the rollout may touch (an
+	// integer or a percentage, rounded up) stay on the old revision; the
+	// others are taken in name order.
+	PartitionAnnotation = "edgeota.io/partition"
+	// MaintenanceWindowAnnotation holds the DaemonSet's maintenance windows
+	// (package window has the syntax): the controller upgrades a node only
+	// while its window is open.
+	MaintenanceWindowAnnotation = "edgeota.io/maintenance-window"
+	// MaxHoldAnnotation bounds an owner's hold: seconds from the moment the
+	// controller first saw the revision as the target (a time no owner and
+	// no rollback can reset), past which a hold is no longer honoured.
+	// Absent: DefaultMaxHold; 0: holds are ignored.
+	MaxHoldAnnotation = "edgeota.io/max-hold-seconds"
+	// UpgradeDeadlineAnnotation, on an OTA DaemonSet, is how many seconds
+	// after the controller first offered the target revision to a node it
+	// upgrades the node itself if its owner has not: within max-unavailable,
+	// the node's window and any hold's limit, under the failure brake.
+	UpgradeDeadlineAnnotation = "edgeota.io/upgrade-deadline-seconds"
+
+	// RolloutStatusAnnotation is written by the controller: its JSON summary
+	// of the rollout (Status). The only key the controller may write on a
+	// DaemonSet.
+	RolloutStatusAnnotation = "edgeota.io/rollout-status"
+)
+
+// DaemonSetAnnotations are the DaemonSet annotations the controller reads:
+// the only ones its cache keeps.
+var DaemonSetAnnotations = []string{
+	StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation,
+	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation,
+	PartitionAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation,
+	RolloutStatusAnnotation,
+}
+
+// Annotations on Nodes.
+const (
+	// NodeTimeZoneAnnotation, set by the operator, is the IANA zone the
+	// node's maintenance windows are read in: vehicles cross zones.
+	NodeTimeZoneAnnotation = "edgeota.io/time-zone"
+)
+
+// NodeAnnotations are the Node annotations the controller reads.
+var NodeAnnotations = []string{NodeTimeZoneAnnotation}
+
+// Annotations on DaemonSet pods: the channel between the controller and the
+// node agent (package podchannel has their content). Each is written through
+// the pods/status subresource, which a node's identity may write for its own
+// pods: so whatever the controller reads there is the node's claim.
+const (
+	// OfferAnnotation carries the controller's offer: a copy, for the agent
+	// to show, of what the controller's rollout record holds. The controller
+	// never reads it back for a decision.
+	OfferAnnotation = "edgeota.io/offer"
+	// HoldAnnotation carries the owner's hold, written by the node agent.
+	HoldAnnotation = "edgeota.io/hold"
+)
+
+// PodAnnotations are the pod annotations the controller reads.
+var PodAnnotations = []string{OfferAnnotation, HoldAnnotation}
