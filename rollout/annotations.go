@@ -48,6 +48,11 @@ const (
 	// upgrades the node itself if its owner has not: within max-unavailable,
 	// the node's window and any hold's limit, under the failure brake.
 	UpgradeDeadlineAnnotation = "edgeota.io/upgrade-deadline-seconds"
+	// AgentProofAnnotation, "false", has the controller take no answer from
+	// node agents as proof of life (it then writes no challenge): each
+	// upgraded node is proven by its Lease alone. Absent or "true": the
+	// first of the agent's answer and the Lease renewal proves it.
+	AgentProofAnnotation = "edgeota.io/agent-proof"
 
 	// RolloutStatusAnnotation is written by the controller: its JSON summary
 	// of the rollout (Status). The only key the controller may write on a
@@ -61,7 +66,7 @@ var DaemonSetAnnotations = []string{
 	StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation,
 	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation,
 	PartitionAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation,
-	RolloutStatusAnnotation,
+	AgentProofAnnotation, RolloutStatusAnnotation,
 }
 
 // Annotations on Nodes.
@@ -85,7 +90,16 @@ const (
 	OfferAnnotation = "edgeota.io/offer"
 	// HoldAnnotation carries the owner's hold, written by the node agent.
 	HoldAnnotation = "edgeota.io/hold"
+	// ChallengeAnnotation carries the controller's proof-of-life challenge
+	// on a pod it judged settled: a fresh random nonce, tied to the pod's UID
+	// (package podchannel has the form). A copy for the agent: the controller
+	// keeps the nonce it issued and never reads this one back.
+	ChallengeAnnotation = "edgeota.io/alive-challenge"
+	// AnswerAnnotation carries the node agent's answer: the challenge, echoed
+	// on the same pod, written as its node. It proves that the node reached
+	// the API server after the controller judged the pod settled.
+	AnswerAnnotation = "edgeota.io/alive-answer"
 )
 
 // PodAnnotations are the pod annotations the controller reads.
-var PodAnnotations = []string{OfferAnnotation, HoldAnnotation}
+var PodAnnotations = []string{OfferAnnotation, HoldAnnotation, ChallengeAnnotation, AnswerAnnotation}
