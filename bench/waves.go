@@ -4,10 +4,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/edgeota/edgeota/controller"
 )
 
 // nodeHeartbeat is how often the nodes report their status during the
@@ -50,7 +49,7 @@ type flightEvent struct {
 	// ContainersReady condition's lastTransitionTime) and, for
 	// heartbeatSeen, the node's lastHeartbeatTime or its Lease's renewTime:
 	// a heartbeat proves the pod's node alive only if sent after the pod
-	// settled (the controller's rule, controller.ProvesAlive).
+	// settled (the controller's rule, decision.ProvesAlive).
 	sent time.Time
 }
 
@@ -115,7 +114,7 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 	}
 	inFlight := map[string]*flight{}
 	// lastSent is each node's latest heartbeat, seen or not before its pod
-	// settled: the controller compares timestamps (controller.ProvesAlive),
+	// settled: the controller compares timestamps (decision.ProvesAlive),
 	// not the order the bench saw them in.
 	lastSent := map[string]time.Time{}
 	freed, pending := start, true
@@ -141,7 +140,7 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 				continue
 			}
 			fl.settled, fl.sent, fl.seen = true, e.sent, e.at
-			if proven := controller.ProvesAlive(lastSent[e.node], e.sent); !proofOfLife || proven {
+			if proven := decision.ProvesAlive(lastSent[e.node], e.sent); !proofOfLife || proven {
 				delete(inFlight, e.node)
 				if proofOfLife {
 					f.proven++ // no wait
@@ -153,7 +152,7 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 		case heartbeatSeen:
 			// A heartbeat sent after the pod settled ends the flight.
 			lastSent[e.node] = maxTime(lastSent[e.node], e.sent)
-			if !proofOfLife || fl == nil || !fl.settled || !controller.ProvesAlive(e.sent, fl.sent) {
+			if !proofOfLife || fl == nil || !fl.settled || !decision.ProvesAlive(e.sent, fl.sent) {
 				continue
 			}
 			delete(inFlight, e.node)

@@ -67,7 +67,7 @@ func TestAnalyzeWavesEndsFlightsAsTheControllerDoes(t *testing.T) {
 }
 
 // TestAnalyzeWavesTakesAHeartbeatSeenBeforeThePodByItsTime: the controller
-// compares times (controller.ProvesAlive), not the order the bench saw the
+// compares times (decision.ProvesAlive), not the order the bench saw the
 // events in: a Lease renewed from the second after the pod's
 // ContainersReady transition (whole seconds) on, but seen before the pod
 // turned Ready, proves the node at once; one renewed within that second

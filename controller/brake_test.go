@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/rollout"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
@@ -258,7 +259,7 @@ func TestFailureRecordedBeforeTheNextDeletion(t *testing.T) {
 		if record < 0 || status < 0 || deletion < 0 || !(record < status && status < deletion) {
 			t.Errorf("got writes %v, want the record, then the status, before the deletions", order)
 		}
-		if got := f.recordEntries()["node-0"]; got.State != entryFailed {
+		if got := f.recordEntries()["node-0"]; got.Stage != decision.StageFailed {
 			t.Errorf("got node-0's record entry %+v, want it failed", got)
 		}
 	}

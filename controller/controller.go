@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -19,6 +22,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	recordstore "github.com/edgeota/edgeota/record"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // FieldManager names the controller in managedFields of everything it writes,
@@ -65,28 +71,27 @@ type Controller struct {
 	// now is the clock verdicts are judged by; tests move it.
 	now func() time.Time
 
-	dsLister        appslisters.DaemonSetLister
-	revisionLister  appslisters.ControllerRevisionLister
-	podLister       corelisters.PodLister
-	nodeLister      corelisters.NodeLister
-	jobLister       batchlisters.JobLister
-	dsIndexer       cache.Indexer
-	podIndexer      cache.Indexer
-	prePullPods     cache.Indexer
-	jobIndexer      cache.Indexer
-	recordIndexer   cache.Indexer
-	recordNamespace string
-	synced          []cache.InformerSynced
+	dsLister       appslisters.DaemonSetLister
+	revisionLister appslisters.ControllerRevisionLister
+	nodeLister     corelisters.NodeLister
+	jobLister      batchlisters.JobLister
+	dsIndexer      cache.Indexer
+	podIndexer     cache.Indexer
+	prePullPods    cache.Indexer
+	jobIndexer     cache.Indexer
+	records        *recordstore.Store
+	synced         []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// targetImages keeps the images of each DaemonSet's target revision.
 	targetImages revisionImageCache
 	trackersMu   sync.Mutex
 	trackers     map[string]*tracker
-	written      *pendingWrites
-	statusWrites *statusWrites
+	expect       *expectations
+	statuses     *statusWrites
 	heartbeats   *heartbeats
 	leases       *leaseReader
+	challenges   *challenges
 	eventMemo    *eventMemo
 	// logger is NewController's: the informers' handlers have no context.
 	logger klog.Logger
@@ -105,10 +110,11 @@ const DaemonPodSelector = podTemplateGenerationLabel
 // every node Lease, costs more than the rollouts it serves.
 //   - DaemonSets, ControllerRevisions and Nodes: all of them (any DaemonSet
 //     may opt in; any node may run one; readiness decides).
-//   - Pods: DaemonSet pods (DaemonPodSelector), and the pre-pull Jobs' pods.
+//   - Pods: DaemonSet pods (DaemonPodSelector), cached as podRecords; and
+//     the pre-pull Jobs' pods.
 //   - Jobs: the pre-pull Jobs (PrePullLabel).
-//   - ConfigMaps: the rollout records (RecordLabel), in the controller's own
-//     namespace.
+//   - ConfigMaps: the rollout records (record.Label), in the controller's
+//     own namespace.
 //
 // Node Leases are not watched: the controller reads the Leases of the nodes
 // it waits on (see heartbeats.go).
@@ -134,11 +140,13 @@ func NewInformers(client kubernetes.Interface, recordNamespace string) *Informer
 	selecting := func(selector string) informers.SharedInformerOption {
 		return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	}
+	daemonPods := informers.NewSharedInformerFactoryWithOptions(client, 0, selecting(DaemonPodSelector),
+		informers.WithTransform(func(obj any) (any, error) { return podRecordOf(obj), nil }))
 	return &Informers{
 		Cluster:         factory(),
-		DaemonPods:      factory(selecting(DaemonPodSelector)),
+		DaemonPods:      daemonPods,
 		PrePull:         factory(selecting(PrePullLabel + "=true")),
-		Records:         factory(selecting(RecordLabel), informers.WithNamespace(recordNamespace)),
+		Records:         factory(selecting(recordstore.Label), informers.WithNamespace(recordNamespace)),
 		RecordNamespace: recordNamespace,
 	}
 }
@@ -181,42 +189,45 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	dsInformer := inf.Cluster.Apps().V1().DaemonSets()
 	revisionInformer := inf.Cluster.Apps().V1().ControllerRevisions()
 	nodeInformer := inf.Cluster.Core().V1().Nodes()
-	podInformer := inf.DaemonPods.Core().V1().Pods()
+	podInformer := inf.DaemonPods.Core().V1().Pods().Informer()
 	prePullPodInformer := inf.PrePull.Core().V1().Pods()
 	jobInformer := inf.PrePull.Batch().V1().Jobs()
 	recordInformer := inf.Records.Core().V1().ConfigMaps()
 
 	c := &Controller{
-		client:          kubeClient,
-		recorder:        recorder,
-		metrics:         metrics,
-		now:             time.Now,
-		dsLister:        dsInformer.Lister(),
-		revisionLister:  revisionInformer.Lister(),
-		podLister:       podInformer.Lister(),
-		nodeLister:      nodeInformer.Lister(),
-		jobLister:       jobInformer.Lister(),
-		dsIndexer:       dsInformer.Informer().GetIndexer(),
-		podIndexer:      podInformer.Informer().GetIndexer(),
-		prePullPods:     prePullPodInformer.Informer().GetIndexer(),
-		jobIndexer:      jobInformer.Informer().GetIndexer(),
-		recordIndexer:   recordInformer.Informer().GetIndexer(),
-		recordNamespace: inf.RecordNamespace,
+		client:         kubeClient,
+		recorder:       recorder,
+		metrics:        metrics,
+		now:            time.Now,
+		dsLister:       dsInformer.Lister(),
+		revisionLister: revisionInformer.Lister(),
+		nodeLister:     nodeInformer.Lister(),
+		jobLister:      jobInformer.Lister(),
+		dsIndexer:      dsInformer.Informer().GetIndexer(),
+		podIndexer:     podInformer.GetIndexer(),
+		prePullPods:    prePullPodInformer.Informer().GetIndexer(),
+		jobIndexer:     jobInformer.Informer().GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonsets"}),
-		trackers:     map[string]*tracker{},
-		written:      newPendingWrites(),
-		statusWrites: newStatusWrites(),
-		eventMemo:    newEventMemo(),
-		logger:       klog.FromContext(ctx),
+		trackers:   map[string]*tracker{},
+		expect:     newExpectations(),
+		statuses:   newStatusWrites(),
+		challenges: newChallenges(),
+		eventMemo:  newEventMemo(),
+		logger:     klog.FromContext(ctx),
 	}
+	c.records = recordstore.NewStore(kubeClient, inf.RecordNamespace, recordInformer.Informer().GetIndexer(), FieldManager,
+		metrics.recordWritten, c.recordRewritten, func() time.Time { return c.now() }, c.logger)
 	c.leases = newLeaseReader(kubeClient, c.heartbeat, c.metrics.leaseRead, c.logger)
 	c.heartbeats = newHeartbeats(c.leases)
 	for _, opt := range opts {
 		opt(c)
 	}
 	metrics.watchQueue(c.queue)
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID, byNode: indexByNode}); err != nil {
+	if err := dsInformer.Informer().AddIndexers(cache.Indexers{byUID: indexByUID}); err != nil {
+		return nil, fmt.Errorf("adding daemonset indexes: %w", err)
+	}
+	if err := podInformer.AddIndexers(cache.Indexers{byControllerUID: indexPodByOwner, byNode: indexPodByNode}); err != nil {
 		return nil, fmt.Errorf("adding pod indexes: %w", err)
 	}
 	if err := prePullPodInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {
@@ -225,10 +236,10 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byOwnerUID: indexByOwnerUID}); err != nil {
 		return nil, fmt.Errorf("adding job indexes: %w", err)
 	}
-	if err := recordInformer.Informer().AddIndexers(cache.Indexers{byRecordOwner: indexByRecordOwner}); err != nil {
+	if err := recordInformer.Informer().AddIndexers(cache.Indexers{recordstore.ByOwner: recordstore.IndexByOwner}); err != nil {
 		return nil, fmt.Errorf("adding rollout record indexes: %w", err)
 	}
-	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer.Informer(), prePullPodInformer.Informer(),
+	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer, prePullPodInformer.Informer(),
 		nodeInformer.Informer(), jobInformer.Informer(), recordInformer.Informer()); err != nil {
 		return nil, err
 	}
@@ -267,9 +278,10 @@ func (c *Controller) runWorker(ctx context.Context) {
 
 // inBackground runs a write a sync leaves under way when it returns (pod
 // deletions, the rollout status), so that the next sync, which a freed budget
-// may be waiting for, need not wait for its round trips. A failure requeues
-// the DaemonSet with backoff, as a failed sync would. Run waits for these
-// writes before it returns.
+// may be waiting for, need not wait for its round trips; the expectations
+// stand for it meanwhile (see expectations). A failure requeues the
+// DaemonSet with backoff, as a failed sync would. Run waits for these writes
+// before it returns.
 func (c *Controller) inBackground(ctx context.Context, key string, write func() error) {
 	c.background.Go(func() {
 		if err := write(); err != nil {
@@ -300,4 +312,36 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	utilruntime.HandleErrorWithContext(ctx, err, "Error syncing daemonset; requeuing", "daemonset", key)
 	c.queue.AddRateLimited(key)
 	return true
+}
+
+// sweepRecords deletes the records of DaemonSets that no longer exist
+// (deleted while no controller ran), once the caches have synced.
+func (c *Controller) sweepRecords(ctx context.Context) {
+	live := map[types.UID]bool{}
+	for _, obj := range c.dsIndexer.List() {
+		live[obj.(*appsv1.DaemonSet).UID] = true
+	}
+	if stale := c.records.Orphans(live); len(stale) > 0 {
+		klog.FromContext(ctx).Info("Deleting the rollout records of DaemonSets that no longer exist", "count", len(stale))
+		c.inBackground(ctx, "", func() error { return c.records.Delete(ctx, stale) })
+	}
+}
+
+// recordRewritten says that a DaemonSet's rollout record was deleted or
+// changed by someone else, and syncs it so that it is written again.
+func (c *Controller) recordRewritten(key string) {
+	if ds, err := c.dsByKey(key); err == nil {
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonRecordRewritten,
+			"The rollout record in namespace %s was deleted or changed by someone else; writing it again from what the controller holds", c.records.Namespace())
+	}
+	c.queue.Add(key)
+}
+
+// dsByKey returns the cached DaemonSet of a key.
+func (c *Controller) dsByKey(key string) (*appsv1.DaemonSet, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return c.dsLister.DaemonSets(namespace).Get(name)
 }

@@ -118,7 +118,7 @@ func TestOTAControls(t *testing.T) {
 			objs := cluster(ds, readyNodes(3))
 			objs = replacePod(objs, newPod("pod-0", "node-0", oldHash, offered))
 			objs = labelNode(objs, "node-2", map[string]string{"fleet": "canary"})
-			f := newFixture(t, objs...)
+			f := newFixture(t, withOffers(objs, "node-0")...)
 			f.sync()
 			got := map[string]string{}
 			for pod, entries := range f.conditionPatches() {

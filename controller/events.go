@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"fmt"
 	"sync"
 
+	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -71,4 +74,49 @@ func (c *Controller) eventOnChange(ds *appsv1.DaemonSet, key, eventType, reason,
 	if c.eventMemo.changed(key, reason, message) {
 		c.recorder.Event(ds, eventType, reason, message)
 	}
+}
+
+// strategyFor returns the DaemonSet's strategy and whether the controller
+// should act on it, recording why not on the DaemonSet. Configuration errors
+// are not returned as errors: retrying cannot fix them, the next change to the
+// DaemonSet brings it back to the queue.
+// Each event is recorded when its cause appears or changes, not on every sync.
+func (c *Controller) strategyFor(ds *appsv1.DaemonSet, key string) (rollout.Strategy, bool) {
+	s, legacy, ok, err := rollout.StrategyOf(ds)
+	if !ok {
+		c.eventMemo.forget(key)
+		return "", false
+	}
+	if legacy {
+		c.eventOnChange(ds, key, corev1.EventTypeNormal, rollout.ReasonDeprecatedAnnotation,
+			fmt.Sprintf("annotation %s is accepted for compatibility; use %s", rollout.LegacyStrategyAnnotation, rollout.StrategyAnnotation))
+	} else {
+		c.eventMemo.clear(key, rollout.ReasonDeprecatedAnnotation)
+	}
+	if err != nil {
+		reason := rollout.ReasonInvalidStrategy
+		if s != "" {
+			reason = rollout.ReasonUnsupportedUpdateStrategy
+		}
+		c.eventOnChange(ds, key, corev1.EventTypeWarning, reason, err.Error())
+		return "", false
+	}
+	c.eventMemo.clear(key, rollout.ReasonInvalidStrategy, rollout.ReasonUnsupportedUpdateStrategy)
+	return s, true
+}
+
+// settingsValid records a Warning event when the DaemonSet's controls do not
+// parse (once per distinct error, not on every sync) and reports whether
+// they did.
+func (c *Controller) settingsValid(ds *appsv1.DaemonSet, key string, err error) bool {
+	if err == nil {
+		c.eventMemo.clear(key, rollout.ReasonInvalidMaxUnavailable, rollout.ReasonInvalidAnnotation)
+		return true
+	}
+	reason := rollout.ReasonInvalidAnnotation
+	if decision.IsMaxUnavailable(err) {
+		reason = rollout.ReasonInvalidMaxUnavailable
+	}
+	c.eventOnChange(ds, key, corev1.EventTypeWarning, reason, err.Error()+"; nothing is deleted or newly offered until it is fixed")
+	return false
 }

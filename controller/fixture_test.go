@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +24,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	recordstore "github.com/edgeota/edgeota/record"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -67,11 +69,21 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		if _, isLease := obj.(*coordinationv1.Lease); isLease {
 			continue // no informer: the controller reads Leases by name
 		}
-		if err := f.indexer(obj).Add(obj); err != nil {
+		if err := f.indexer(obj).Add(cached(obj)); err != nil {
 			t.Fatalf("seeding the cache: %v", err)
 		}
 	}
 	return f
+}
+
+// cached is the object as the controller's informers store it: a
+// DaemonSet pod as its record, the rest trimmed.
+func cached(obj runtime.Object) any {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Labels[PrePullLabel] != "true" {
+		return podRecordOf(pod.DeepCopy())
+	}
+	out, _ := Transform(obj.DeepCopyObject())
+	return out
 }
 
 func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
@@ -103,16 +115,20 @@ func (f *fixture) update(obj runtime.Object) {
 	idx := f.indexer(obj)
 	key, _ := cache.MetaNamespaceKeyFunc(obj)
 	old, exists, _ := idx.GetByKey(key)
-	if err := idx.Update(obj); err != nil {
+	stored := cached(obj)
+	if err := idx.Update(stored); err != nil {
 		f.t.Fatal(err)
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		if !exists {
-			f.c.addPod(o)
+		if o.Labels[PrePullLabel] == "true" {
 			return
 		}
-		f.c.updatePod(old, o)
+		if !exists {
+			f.c.addPod(stored)
+			return
+		}
+		f.c.updatePod(old, stored)
 	case *corev1.Node:
 		if !exists {
 			old = &corev1.Node{}
@@ -128,10 +144,11 @@ func (f *fixture) update(obj runtime.Object) {
 // remove deletes a pod from the cache and delivers the event.
 func (f *fixture) remove(pod *corev1.Pod) {
 	f.t.Helper()
-	if err := f.indexer(pod).Delete(pod); err != nil {
+	stored := cached(pod)
+	if err := f.indexer(pod).Delete(stored); err != nil {
 		f.t.Fatal(err)
 	}
-	f.c.deletePod(pod)
+	f.c.deletePod(stored)
 }
 
 // drainQueue empties the work queue.
@@ -160,12 +177,35 @@ func (f *fixture) syncErr() error {
 }
 
 // writes returns the actions that changed something, in order, but the
-// rollout status patches (see rolloutStatuses).
+// rollout status patches (see rolloutStatuses), the rollout record's writes
+// (see recordWrites) and the proof-of-life challenges (see challenges).
 func (f *fixture) writes() []core.Action {
 	var out []core.Action
 	for _, a := range f.allWrites() {
-		if a.GetVerb() != "patch" || a.GetResource().Resource != "daemonsets" {
+		switch {
+		case a.GetVerb() == "patch" && a.GetResource().Resource == "daemonsets":
+		case a.GetResource().Resource == "configmaps":
+		case f.isChallenge(a):
+		default:
 			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// isChallenge reports whether the action writes a proof-of-life challenge.
+func (f *fixture) isChallenge(a core.Action) bool {
+	p, ok := a.(core.PatchAction)
+	return ok && a.GetSubresource() == "status" && strings.Contains(string(p.GetPatch()), rollout.ChallengeAnnotation)
+}
+
+// challenges returns the pods a challenge was written on, in order, with
+// the value written.
+func (f *fixture) challenges() map[string]string {
+	out := map[string]string{}
+	for _, a := range f.allWrites() {
+		if f.isChallenge(a) {
+			out[a.(core.PatchAction).GetName()] = f.patchAnnotations(a.(core.PatchAction))[rollout.ChallengeAnnotation]
 		}
 	}
 	return out
@@ -188,7 +228,7 @@ func (f *fixture) deletedPods() []string { return f.deleted("pods") }
 // deleted returns the names of the objects of the resource deleted, in order.
 func (f *fixture) deleted(resource string) []string {
 	var names []string
-	for _, a := range f.writes() {
+	for _, a := range f.allWrites() {
 		if a.GetVerb() == "delete" && a.GetResource().Resource == resource {
 			names = append(names, a.(core.DeleteAction).GetName())
 		}
@@ -212,6 +252,9 @@ func (f *fixture) conditionPatches() map[string][]map[string]any {
 		}
 		if err := json.Unmarshal(p.GetPatch(), &body); err != nil {
 			f.t.Fatalf("decoding patch %s: %v", p.GetPatch(), err)
+		}
+		if len(body.Status.Conditions) == 0 {
+			continue // annotations alone
 		}
 		out[p.GetName()] = append(out[p.GetName()], body.Status.Conditions...)
 	}
@@ -443,7 +486,7 @@ func offeredFor(hash string) podOption {
 	return func(pod *corev1.Pod) {
 		pod.Status.Conditions = append(pod.Status.Conditions, needUpgrade(corev1.ConditionTrue, hash))
 		at := metav1.NewTime(offeredAt)
-		limit := metav1.NewTime(revisionCreated.Add(DefaultMaxHold))
+		limit := metav1.NewTime(revisionCreated.Add(decision.DefaultMaxHold))
 		value, err := podchannel.Encode(&podchannel.Offer{Revision: hash, Images: podchannel.ImagesOf(&newDaemonSet().Spec.Template.Spec),
 			OfferedAt: &at, HoldLimit: &limit})
 		if err != nil {
@@ -459,35 +502,47 @@ func offeredFor(hash string) podOption {
 // deletionsIssued counts the deletions the controller issued for the test
 // DaemonSet and has not seen in its cache yet.
 func (f *fixture) deletionsIssued() int {
-	t := f.c.existingTracker(testDSKey)
-	if t == nil {
-		return 0
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.deleting)
+	return len(f.c.expect.deletingNodes(testDSKey))
 }
 
 // recordEntries returns the test DaemonSet's rollout record as this
 // process holds it.
-func (f *fixture) recordEntries() map[string]recordEntry {
+func (f *fixture) recordEntries() map[string]decision.Entry {
 	t := f.c.existingTracker(testDSKey)
-	if t == nil || t.record == nil {
+	if t == nil || t.ledger() == nil {
 		return nil
 	}
-	t.record.mu.Lock()
-	defer t.record.mu.Unlock()
-	return maps.Clone(t.record.entries)
+	return t.ledger().Entries()
 }
 
-// view returns the test DaemonSet's view as the last sync left it.
-func (f *fixture) view() viewSnapshot {
+// rollout returns the test DaemonSet's Rollout as the last sync left it.
+func (f *fixture) rollout() *decision.Rollout {
 	f.t.Helper()
 	t := f.c.existingTracker(testDSKey)
-	if t == nil || t.view == nil {
-		f.t.Fatalf("got no view of %s, want one after a sync", testDSKey)
+	if t == nil || t.rollout == nil {
+		f.t.Fatalf("got no rollout of %s, want one after a sync", testDSKey)
 	}
-	return t.view.snapshot()
+	return t.rollout
+}
+
+// state returns where the node stands as the last sync judged it.
+func (f *fixture) state(node string) decision.State {
+	f.t.Helper()
+	s, _ := f.rollout().State(node)
+	return s
+}
+
+// why returns why the node failed, as the last sync judged it.
+func (f *fixture) why(node string) string {
+	f.t.Helper()
+	_, why := f.rollout().State(node)
+	return why
+}
+
+// count counts the nodes in the state as the last sync judged them.
+func (f *fixture) count(s decision.State) int {
+	f.t.Helper()
+	return f.rollout().Count(s)
 }
 
 // meantFor gives an unbound pod the node affinity the DaemonSet controller
@@ -505,25 +560,64 @@ func meantFor(node string) podOption {
 
 // inFlightSince is the record entry of a node whose old pod was deleted d
 // ago.
-func inFlightSince(pod string, d time.Duration) recordEntry {
-	return recordEntry{State: entryInFlight, Pod: types.UID(pod + "-uid"), Since: &metav1.Time{Time: time.Now().Add(-d).Truncate(time.Second)}}
+func inFlightSince(pod string, d time.Duration) decision.Entry {
+	return decision.Entry{Stage: decision.StageInFlight, Pod: types.UID(pod + "-uid"), Since: &metav1.Time{Time: time.Now().Add(-d).Truncate(time.Second)}}
+}
+
+// failedEntry is the record entry of a node that failed for why.
+func failedEntry(why string) decision.Entry {
+	return decision.Entry{Stage: decision.StageFailed, Reason: why}
 }
 
 // recordOf is the test DaemonSet's rollout record of the target revision
-// (newHash, number 2) holding the entries, as a predecessor wrote it.
-func recordOf(entries map[string]recordEntry) *corev1.ConfigMap {
-	rev := revision{hash: newHash, number: 2}
+// (newHash, number 2) holding the entries, as a predecessor wrote it: the
+// revision first seen as the target when it was created (revisionCreated).
+func recordOf(entries map[string]decision.Entry) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: testRecordNamespace, Name: recordName(testDSUID, rev, 0),
-			Labels: map[string]string{RecordLabel: string(testDSUID), recordHashLabel: newHash, recordRevisionLabel: "2"},
+			Namespace: testRecordNamespace, Name: fmt.Sprintf("edgeota-rollout-%s-2-0", testDSUID), ResourceVersion: "1",
+			Labels: map[string]string{recordstore.Label: string(testDSUID), "edgeota.io/revision-hash": newHash, "edgeota.io/revision-number": "2"},
 		},
-		Data: map[string]string{},
+		Data: map[string]string{"_meta": fmt.Sprintf(`{"targetSince":%q}`, revisionCreated.UTC().Format(time.RFC3339))},
 	}
 	for node, e := range entries {
-		cm.Data[node] = entryJSON(e)
+		data, _ := json.Marshal(e)
+		cm.Data[node] = string(data)
 	}
 	return cm
+}
+
+// progressRecordOf is the test DaemonSet's rollout record's ConfigMap of
+// offered and settled entries, as a predecessor wrote it.
+func progressRecordOf(entries map[string]decision.Entry) *corev1.ConfigMap {
+	cm := recordOf(entries)
+	cm.Name = fmt.Sprintf("edgeota-rollout-%s-2-p0", testDSUID)
+	delete(cm.Data, "_meta")
+	return cm
+}
+
+// withOffers adds to objs the test DaemonSet's rollout record of a
+// predecessor that offered the target to the nodes at offeredAt (as
+// offeredFor marks their pods), unless objs hold a record already: then
+// only the offers.
+func withOffers(objs []runtime.Object, nodes ...string) []runtime.Object {
+	entries := map[string]decision.Entry{}
+	for _, n := range nodes {
+		entries[n] = offeredEntry(offeredAt)
+	}
+	hasRecord := slices.ContainsFunc(objs, func(o runtime.Object) bool {
+		cm, ok := o.(*corev1.ConfigMap)
+		return ok && strings.HasSuffix(cm.Name, "-2-0")
+	})
+	if !hasRecord {
+		objs = append(objs, recordOf(nil))
+	}
+	return append(objs, progressRecordOf(entries))
+}
+
+// offeredEntry is the record entry of a node first offered the target at.
+func offeredEntry(at time.Time) decision.Entry {
+	return decision.Entry{Stage: decision.StageOffered, OfferedAt: &metav1.Time{Time: at.Truncate(time.Second)}}
 }
 
 // testutilGauge reads a gauge's value.

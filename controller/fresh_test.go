@@ -7,6 +7,7 @@ import (
 
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -35,7 +36,7 @@ func TestFreshControllerCountsNodesAwaitingTheirPod(t *testing.T) {
 				p, ok := obj.(*corev1.Pod)
 				return ok && slices.Contains([]string{"pod-0", "pod-1", "pod-2"}, p.Name)
 			})
-			entries := map[string]recordEntry{}
+			entries := map[string]decision.Entry{}
 			for i := range awaiting {
 				node := fmt.Sprintf("node-%d", i)
 				if tt.replacement != nil {
@@ -66,7 +67,7 @@ func TestFreshControllerUsesBudgetLeft(t *testing.T) {
 		p, ok := obj.(*corev1.Pod)
 		return ok && p.Name == "pod-0"
 	})
-	objs = append(objs, recordOf(map[string]recordEntry{"node-0": inFlightSince("pod-0", time.Minute)}))
+	objs = append(objs, recordOf(map[string]decision.Entry{"node-0": inFlightSince("pod-0", time.Minute)}))
 	f := newFixture(t, objs...)
 	f.sync()
 	if got := f.deletedPods(); len(got) != 2 {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 
@@ -53,9 +54,13 @@ func (c *Controller) addHandlers(ds, revisions, pods, prePullPods, nodes, jobs, 
 				c.enqueueBatched(c.daemonSetKeyForJob(job))
 			}
 		})},
-		// The records are the controller's own writes: read at a rebuild,
-		// never a reason to sync.
-		{"configmaps", records, cache.ResourceEventHandlerFuncs{}},
+		// The records are the controller's own writes: an event of its own
+		// write changes nothing; one of anyone else's has the record
+		// written again (record.Store.Observe).
+		{"configmaps", records, cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) { c.observeRecord(obj, false) },
+			DeleteFunc: func(obj any) { c.observeRecord(unwrap(obj), true) },
+		}},
 	}
 	for _, h := range handlers {
 		reg, err := h.informer.AddEventHandler(c.metrics.countingHandler(h.resource, h.handler))
@@ -65,6 +70,15 @@ func (c *Controller) addHandlers(ds, revisions, pods, prePullPods, nodes, jobs, 
 		c.synced = append(c.synced, reg.HasSynced)
 	}
 	return nil
+}
+
+// observeRecord hands a record event to the store.
+func (c *Controller) observeRecord(obj any, deleted bool) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		if key, rewrite := c.records.Observe(cm, deleted); rewrite {
+			c.recordRewritten(key)
+		}
+	}
 }
 
 // updateDaemonSet enqueues a DaemonSet whose spec or annotations changed.
@@ -141,26 +155,26 @@ func (c *Controller) enqueueBatched(key string) {
 // enqueueOwner enqueues the DaemonSet controlling obj, if any.
 func (c *Controller) enqueueOwner(obj any) {
 	if m, ok := obj.(metav1.Object); ok {
-		c.enqueueKey(c.daemonSetKeyFor(m.GetNamespace(), controllerOf(m)))
+		c.enqueueKey(c.daemonSetKeyFor(m.GetNamespace(), metav1.GetControllerOfNoCopy(m)))
 	}
 }
 
-// podChanged marks the pod's node dirty in its DaemonSet's view and
+// podChanged marks the pod's node dirty in its DaemonSet's rollout and
 // enqueues the DaemonSet, batched.
-func (c *Controller) podChanged(pod *corev1.Pod) {
-	key := c.daemonSetKeyFor(pod.Namespace, controllerOf(pod))
+func (c *Controller) podChanged(p *podRecord) {
+	key := c.daemonSetKeyByUID(p.Owner)
 	if key == "" {
 		return
 	}
-	if node := nodeOfPod(pod); node != "" {
-		c.markDirty(key, node)
+	if p.Node != "" {
+		c.markDirty(key, p.Node)
 	}
 	c.enqueueBatched(key)
 }
 
 func (c *Controller) addPod(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.podChanged(pod)
+	if p, ok := obj.(*podRecord); ok {
+		c.podChanged(p)
 	}
 }
 
@@ -169,28 +183,29 @@ func (c *Controller) addPod(obj any) {
 // flight, so the rollout need not wait for the kubelet to finish the pod.
 // A pod bound since (its node named by affinity before) stays on its node.
 func (c *Controller) updatePod(old, obj any) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	pod, ok2 := obj.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
+	oldPod, ok1 := old.(*podRecord)
+	p, ok2 := obj.(*podRecord)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == p.ResourceVersion {
 		return
 	}
-	if pod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
-		c.written.forgetPod(pod.UID)
+	if p.Terminating && !oldPod.Terminating {
+		c.expect.forgetPod(p.UID)
 	}
-	if before, after := nodeOfPod(oldPod), nodeOfPod(pod); before != after && before != "" {
+	if oldPod.Node != p.Node && oldPod.Node != "" {
 		c.podChanged(oldPod)
 	}
-	c.podChanged(pod)
+	c.podChanged(p)
 }
 
 // deletePod handles a pod leaving the cache, from a tombstone if need be.
 func (c *Controller) deletePod(obj any) {
-	pod, ok := unwrap(obj).(*corev1.Pod)
+	p, ok := unwrap(obj).(*podRecord)
 	if !ok {
 		return
 	}
-	c.written.forgetPod(pod.UID)
-	c.podChanged(pod)
+	c.expect.forgetPod(p.UID)
+	c.challenges.forget(p.UID)
+	c.podChanged(p)
 }
 
 // enqueuePrePullPodOwner enqueues, batched, the DaemonSet of the pod whose
@@ -200,7 +215,7 @@ func (c *Controller) enqueuePrePullPodOwner(obj any) {
 	if !ok {
 		return
 	}
-	ref := controllerOf(pod)
+	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || !isKind(ref, jobKind) {
 		return
 	}
@@ -212,12 +227,12 @@ func (c *Controller) enqueuePrePullPodOwner(obj any) {
 }
 
 // updateNode marks the node dirty in every DaemonSet it is a node of (a pod
-// there, or an in-flight or failed entry in its record) and enqueues them
-// when something a verdict reads changed: its readiness (a node reconnecting
-// is upgraded at once; one disconnecting is judged, skipped or failed), its
-// labels (rollout node selectors, the template's selector), annotations
-// (its time zone) or taints. A heartbeat alone enqueues only the
-// DaemonSets waiting for one from the node.
+// there, or an entry in its record) and enqueues them when something a
+// verdict reads changed: its readiness (a node reconnecting is upgraded at
+// once; one disconnecting is judged, skipped or failed), its labels
+// (rollout node selectors, the template's selector), annotations (its time
+// zone) or taints. A heartbeat alone enqueues only the DaemonSets waiting
+// for one from the node.
 func (c *Controller) updateNode(old, obj any) {
 	oldNode, ok1 := old.(*corev1.Node)
 	node, ok2 := obj.(*corev1.Node)
@@ -226,7 +241,7 @@ func (c *Controller) updateNode(old, obj any) {
 	}
 	if health.NodeReady(oldNode) == health.NodeReady(node) && maps.Equal(oldNode.Labels, node.Labels) &&
 		maps.Equal(oldNode.Annotations, node.Annotations) && slices.EqualFunc(oldNode.Spec.Taints, node.Spec.Taints, taintsEqual) {
-		if sent := lastHeartbeat(node, time.Time{}); !sent.Equal(lastHeartbeat(oldNode, time.Time{})) {
+		if sent := readyHeartbeat(node); !sent.Equal(readyHeartbeat(oldNode)) {
 			c.heartbeat(node.Name, sent)
 		}
 		return
@@ -239,28 +254,34 @@ func (c *Controller) updateNode(old, obj any) {
 
 func taintsEqual(a, b corev1.Taint) bool { return a.MatchTaint(&b) && a.Value == b.Value }
 
+// readyHeartbeat is the node's Ready condition's lastHeartbeatTime.
+func readyHeartbeat(node *corev1.Node) time.Time {
+	if c := health.NodeCondition(node, corev1.NodeReady); c != nil {
+		return c.LastHeartbeatTime.Time
+	}
+	return time.Time{}
+}
+
 // daemonSetsOfNode returns the keys of the DaemonSets the node is a node of:
-// those with a pod there, and those whose record names it (a node whose pod
-// was deleted and not replaced has no pod to find it by).
+// those with a pod there, and those whose record names it or that delete
+// there (a node whose pod was deleted and not replaced has no pod to find
+// it by).
 func (c *Controller) daemonSetsOfNode(node string) sets.Set[string] {
 	objs, _ := c.podIndexer.ByIndex(byNode, node)
 	keys := sets.New[string]()
 	for _, obj := range objs {
-		pod := obj.(*corev1.Pod)
-		keys.Insert(c.daemonSetKeyFor(pod.Namespace, controllerOf(pod)))
+		keys.Insert(c.daemonSetKeyByUID(obj.(*podRecord).Owner))
 	}
 	c.trackersMu.Lock()
 	trackers := slices.Collect(maps.Values(c.trackers))
 	c.trackersMu.Unlock()
 	for _, t := range trackers {
-		t.mu.Lock()
-		r := t.record
-		_, deleting := t.deleting[node]
-		t.mu.Unlock()
-		if deleting {
+		if c.expect.deletingOnNode(t.key, node) {
 			keys.Insert(t.key)
-		} else if r != nil {
-			if _, ok := r.entry(node); ok {
+			continue
+		}
+		if ledger := t.ledger(); ledger != nil {
+			if _, ok := ledger.Entry(node); ok {
 				keys.Insert(t.key)
 			}
 		}
@@ -293,6 +314,20 @@ func (c *Controller) daemonSetKeyFor(namespace string, ref *metav1.OwnerReferenc
 	return namespace + "/" + ref.Name
 }
 
+// daemonSetKeyByUID is the key of the cached DaemonSet with the UID, "" when
+// there is none.
+func (c *Controller) daemonSetKeyByUID(uid types.UID) string {
+	if uid == "" {
+		return ""
+	}
+	objs, _ := c.dsIndexer.ByIndex(byUID, string(uid))
+	if len(objs) != 1 {
+		return ""
+	}
+	ds := objs[0].(*appsv1.DaemonSet)
+	return ds.Namespace + "/" + ds.Name
+}
+
 // daemonSetKeyForJob resolves a pre-pull Job to its DaemonSet through the pod
 // that owns it.
 func (c *Controller) daemonSetKeyForJob(job *batchv1.Job) string {
@@ -301,17 +336,13 @@ func (c *Controller) daemonSetKeyForJob(job *batchv1.Job) string {
 		if !isKind(ref, podKind) {
 			continue
 		}
-		pod, err := c.podLister.Pods(job.Namespace).Get(ref.Name)
-		if err != nil || pod.UID != ref.UID {
+		obj, ok, _ := c.podIndexer.GetByKey(job.Namespace + "/" + ref.Name)
+		if !ok || obj.(*podRecord).UID != ref.UID {
 			continue
 		}
-		return c.daemonSetKeyFor(pod.Namespace, controllerOf(pod))
+		return c.daemonSetKeyByUID(obj.(*podRecord).Owner)
 	}
 	return ""
-}
-
-func controllerOf(obj metav1.Object) *metav1.OwnerReference {
-	return metav1.GetControllerOfNoCopy(obj)
 }
 
 func isKind(ref *metav1.OwnerReference, kind schema.GroupKind) bool {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +33,7 @@ func TestPodEventsEnqueueTheirDaemonSet(t *testing.T) {
 			if tt.pod.Labels[PrePullLabel] == "true" {
 				handler = f.c.enqueuePrePullPodOwner
 			}
-			if got := f.queuedBy(func() { handler(tt.pod) }); !slices.Equal(got, tt.want) {
+			if got := f.queuedBy(func() { handler(cached(tt.pod)) }); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q queued, want %q", got, tt.want)
 			}
 		})
@@ -71,10 +72,10 @@ func TestDeletionSeenEndsTheWait(t *testing.T) {
 			pod := newPod("pod-0", "node-0", oldHash)
 			var queued []string
 			if how == "tombstone" {
-				if err := f.indexer(pod).Delete(pod); err != nil {
+				if err := f.indexer(pod).Delete(cached(pod)); err != nil {
 					t.Fatal(err)
 				}
-				queued = f.queuedBy(func() { f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "default/pod-0", Obj: pod}) })
+				queued = f.queuedBy(func() { f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "default/pod-0", Obj: cached(pod)}) })
 			} else {
 				deleting := newPod("pod-0", "node-0", oldHash, terminating)
 				deleting.ResourceVersion = "2"
@@ -90,7 +91,7 @@ func TestDeletionSeenEndsTheWait(t *testing.T) {
 			if got := f.deletedPods(); len(got) != 1 {
 				t.Errorf("got pods deleted %v, want pod-0 once: node-0 is in flight", got)
 			}
-			if got := f.view().Nodes["node-0"].State; got != nodeInFlight {
+			if got := f.state("node-0"); got != decision.StateInFlight {
 				t.Errorf("got node-0 %v, want in flight", got)
 			}
 		})

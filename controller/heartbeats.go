@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,21 +60,11 @@ func (h *heartbeats) observe(node string, sent time.Time) []string {
 	}
 	var keys []string
 	for key, after := range h.byNode[node] {
-		if ProvesAlive(sent, after) {
+		if decision.ProvesAlive(sent, after) {
 			keys = append(keys, key)
 		}
 	}
 	return keys
-}
-
-// ProvesAlive reports whether a heartbeat sent at sent proves a node alive
-// after its new pod settled at settled: the failure brake's proof of life,
-// which the bench replays. A pod's conditions say when it turned ready to
-// the second only, while a Lease's renewTime has microseconds: a renewal at
-// 10.5 s may come before a pod that turned ready at 10.7 s, shown as 10 s.
-// Only a heartbeat from the next whole second on is surely later.
-func ProvesAlive(sent, settled time.Time) bool {
-	return !sent.Before(settled.Truncate(time.Second).Add(time.Second))
 }
 
 // set replaces the nodes the DaemonSet key waits on, each with the time after
@@ -82,7 +73,7 @@ func ProvesAlive(sent, settled time.Time) bool {
 // read, a node waited on for the first time starts; the others go on as
 // they were. It changes its own index in place: a sync calls it every time,
 // with up to a wave's worth of nodes.
-func (h *heartbeats) set(key string, nodes map[string]time.Time) {
+func (h *heartbeats) set(key string, nodes map[string]decision.Awaiting) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	mine := h.byKey[key]
@@ -100,7 +91,8 @@ func (h *heartbeats) set(key string, nodes map[string]time.Time) {
 			}
 		}
 	}
-	for node, after := range nodes {
+	for node, a := range nodes {
+		after := a.After
 		if cur, ok := mine[node]; ok && cur.Equal(after) {
 			continue
 		}

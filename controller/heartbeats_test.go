@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -80,8 +81,8 @@ func TestProofOfLifeFromLeasesOfInFlightNodesOnly(t *testing.T) {
 			t.Errorf("got the Lease of %s read, want only node-0's: nothing waits on it", node)
 		}
 	}
-	if v := f.view().Nodes["node-0"]; v.State != nodeSettled {
-		t.Errorf("got node-0 %v, want settled", v.State)
+	if got := f.state("node-0"); got != decision.StateSettled {
+		t.Errorf("got node-0 %v, want settled", got)
 	}
 	// Every read is counted, by what it found.
 	reads := len(f.leaseReads())
@@ -135,8 +136,8 @@ func TestRestartMidWave(t *testing.T) {
 	if got := fresh.deletedPods(); len(got) != 0 {
 		t.Fatalf("restarted mid-wave: got pods deleted %v, want none (two nodes in flight, budget 2)", got)
 	}
-	if v := fresh.view(); v.Counts[nodeInFlight] != 2 {
-		t.Errorf("restarted: got %d in flight, want 2", v.Counts[nodeInFlight])
+	if got := fresh.count(decision.StateInFlight); got != 2 {
+		t.Errorf("restarted: got %d in flight, want 2", got)
 	}
 	// node-0's replacement settles, and its node heartbeats: one more goes.
 	settled := newPod("new-0", "node-0", newHash)
@@ -165,7 +166,7 @@ func TestHeartbeatProvesOnlyAfterTheSettledSecond(t *testing.T) {
 		{settled.Add(time.Second), true},
 		{settled.Add(3 * time.Second), true},
 	} {
-		if got := ProvesAlive(tc.sent, settled); got != tc.want {
+		if got := decision.ProvesAlive(tc.sent, settled); got != tc.want {
 			t.Errorf("a heartbeat at %s for a pod settled at %s: got proves=%v, want %v", tc.sent.Format("15:04:05.000"), settled.Format("15:04:05"), got, tc.want)
 		}
 	}

@@ -2,35 +2,51 @@ package controller
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Cache indexes: a sync reads one DaemonSet's pods, one node's pods, one
 // pod's Jobs or one DaemonSet's rollout records without scanning the whole
-// cache.
+// cache, and a pod finds its DaemonSet by the UID it names.
 const (
+	byUID           = "uid"
 	byControllerUID = "controllerUID"
 	byNode          = "nodeName"
 	byOwnerUID      = "ownerUID"
-	byRecordOwner   = "recordOwner"
 )
 
-func indexByControllerUID(obj any) ([]string, error) {
+// indexByUID indexes DaemonSets by UID: a pod record names its DaemonSet by
+// UID alone.
+func indexByUID(obj any) ([]string, error) {
 	if m, ok := obj.(metav1.Object); ok {
-		if ref := controllerOf(m); ref != nil {
-			return []string{string(ref.UID)}, nil
-		}
+		return []string{string(m.GetUID())}, nil
 	}
 	return nil, nil
 }
 
-// indexByNode indexes a pod by its node: the one it is bound to, or the one
-// its node affinity names while unbound (nodeOfPod).
-func indexByNode(obj any) ([]string, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		if node := nodeOfPod(pod); node != "" {
-			return []string{node}, nil
+// indexPodByOwner indexes pod records by the DaemonSet controlling them.
+func indexPodByOwner(obj any) ([]string, error) {
+	if p, ok := obj.(*podRecord); ok && p.Owner != "" {
+		return []string{string(p.Owner)}, nil
+	}
+	return nil, nil
+}
+
+// indexPodByNode indexes pod records by their node: the one they are bound
+// to, or the one their node affinity names while unbound.
+func indexPodByNode(obj any) ([]string, error) {
+	if p, ok := obj.(*podRecord); ok && p.Node != "" {
+		return []string{p.Node}, nil
+	}
+	return nil, nil
+}
+
+// indexByControllerUID indexes objects by their controller's UID: pre-pull
+// pods by their Job.
+func indexByControllerUID(obj any) ([]string, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+			return []string{string(ref.UID)}, nil
 		}
 	}
 	return nil, nil
@@ -50,15 +66,4 @@ func indexByOwnerUID(obj any) ([]string, error) {
 		}
 	}
 	return uids, nil
-}
-
-// indexByRecordOwner indexes rollout record ConfigMaps by the UID of their
-// DaemonSet.
-func indexByRecordOwner(obj any) ([]string, error) {
-	if cm, ok := obj.(*corev1.ConfigMap); ok {
-		if uid := cm.Labels[RecordLabel]; uid != "" {
-			return []string{uid}, nil
-		}
-	}
-	return nil, nil
 }

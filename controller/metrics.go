@@ -22,6 +22,7 @@ type Metrics struct {
 	rolloutHalted     *prometheus.GaugeVec
 	watchEvents       *prometheus.CounterVec
 	recordWrites      prometheus.Counter
+	recordBytes       prometheus.Counter
 	leaseReads        *prometheus.CounterVec
 }
 
@@ -60,14 +61,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"resource"}),
 		recordWrites: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgeota_controller_record_writes_total",
-			Help: "Writes of rollout records (one ConfigMap created or patched): failures, and nodes about to be or being upgraded.",
+			Help: "Writes of rollout records (one ConfigMap created or patched): every node's stage (offered, in flight, settled, failed).",
+		}),
+		recordBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgeota_controller_record_bytes_written_total",
+			Help: "Bytes of rollout record ConfigMaps as each write left them (keys and values): what each write costs etcd's history and every watcher of the records.",
 		}),
 		leaseReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_lease_reads_total",
 			Help: "Reads of node Leases, the proof of life of the nodes a rollout waits on, by what they found: renewed (a renewal not seen before), unchanged, missing (no Lease: the Node status serves), error. What proof of life costs the API server.",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents, m.recordWrites, m.leaseReads)
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents, m.recordWrites, m.recordBytes, m.leaseReads)
 	return m
 }
 
@@ -89,7 +94,10 @@ func (m *Metrics) observeSync(d time.Duration, err error) {
 
 func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
 
-func (m *Metrics) recordWritten() { m.recordWrites.Inc() }
+func (m *Metrics) recordWritten(bytes int) {
+	m.recordWrites.Inc()
+	m.recordBytes.Add(float64(bytes))
+}
 
 // Values of the result label of edgeota_controller_lease_reads_total.
 const (

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -112,18 +113,18 @@ func TestMissingReplacementsFailAtTheDeadline(t *testing.T) {
 			} {
 				f.clockAt(step.at)
 				f.sync()
-				v := f.view().Nodes["node-0"]
-				if failed := v.State == nodeFailed; failed != step.wantFailed {
-					t.Fatalf("at %s: got node-0 %v (%s), want failed=%v", step.at.Sub(since), v.State, v.Why, step.wantFailed)
+				state, why := f.rollout().State("node-0")
+				if failed := state == decision.StateFailed; failed != step.wantFailed {
+					t.Fatalf("at %s: got node-0 %v (%s), want failed=%v", step.at.Sub(since), state, why, step.wantFailed)
 				}
-				if !step.wantFailed && v.At != since.Add(deadline) {
-					t.Errorf("got node-0's verdict changing at %s, want at the deadline %s", v.At, since.Add(deadline))
+				if at := f.rollout().TimerOf("node-0"); !step.wantFailed && at != since.Add(deadline) {
+					t.Errorf("got node-0's verdict changing at %s, want at the deadline %s", at, since.Add(deadline))
 				}
 				if got := len(f.deletedPods()); got != 1 {
 					t.Errorf("got %d pods deleted, want 1: node-0 holds the budget, in flight or failed", got)
 				}
 			}
-			if got := f.recordEntries()["node-0"]; got.State != entryFailed || got.Reason != tt.wantWhy {
+			if got := f.recordEntries()["node-0"]; got.Stage != decision.StageFailed || got.Reason != tt.wantWhy {
 				t.Errorf("got node-0's record %+v, want failed because %q", got, tt.wantWhy)
 			}
 		})
@@ -158,9 +159,9 @@ func TestRestartedControllerKeepsTheDeadline(t *testing.T) {
 	fresh.clockAt(t0.Add(10 * time.Second))
 	fresh.sync()
 	for _, node := range []string{"node-0", "node-1"} {
-		v := fresh.view().Nodes[node]
-		if v.State != nodeInFlight || v.At.Sub(t0.Add(20*time.Second)).Abs() > time.Second {
-			t.Errorf("restarted: got %s %v changing at %s, want in flight until %s", node, v.State, v.At, t0.Add(20*time.Second))
+		state, at := fresh.state(node), fresh.rollout().TimerOf(node)
+		if state != decision.StateInFlight || at.Sub(t0.Add(20*time.Second)).Abs() > time.Second {
+			t.Errorf("restarted: got %s %v changing at %s, want in flight until %s", node, state, at, t0.Add(20*time.Second))
 		}
 	}
 	if got := fresh.deletedPods(); len(got) != 0 {
@@ -168,12 +169,12 @@ func TestRestartedControllerKeepsTheDeadline(t *testing.T) {
 	}
 	fresh.clockAt(t0.Add(19 * time.Second))
 	fresh.sync()
-	if got := fresh.view().Counts[nodeFailed]; got != 0 {
+	if got := fresh.count(decision.StateFailed); got != 0 {
 		t.Errorf("a second before the deadline: got %d failed, want 0", got)
 	}
 	fresh.clockAt(t0.Add(20 * time.Second))
 	fresh.sync()
-	if got := fresh.view().Counts[nodeFailed]; got != 2 {
+	if got := fresh.count(decision.StateFailed); got != 2 {
 		t.Errorf("at the deadline: got %d failed, want 2", got)
 	}
 }
@@ -192,15 +193,14 @@ func TestNodeTheTemplateLeftIsNotCounted(t *testing.T) {
 	}
 	// node-2 left the template: its pod is gone; the controller had
 	// deleted it (an entry), long ago.
-	objs = append(withoutPods(objs, "pod-2"), recordOf(map[string]recordEntry{"node-2": inFlightSince("pod-2", time.Hour)}))
+	objs = append(withoutPods(objs, "pod-2"), recordOf(map[string]decision.Entry{"node-2": inFlightSince("pod-2", time.Hour)}))
 	f := newFixture(t, objs...)
 	f.sync()
-	s := f.view()
-	if _, ok := s.Nodes["node-2"]; ok {
-		t.Errorf("got node-2 in the view (%+v), want it out of the DaemonSet", s.Nodes["node-2"])
+	if got := f.state("node-2"); got != decision.StateGone {
+		t.Errorf("got node-2 %v, want it out of the DaemonSet", got)
 	}
-	if s.Counts[nodeFailed] != 0 || s.Counts[nodeInFlight] != 0 {
-		t.Errorf("got %d failed and %d in flight, want none", s.Counts[nodeFailed], s.Counts[nodeInFlight])
+	if f.count(decision.StateFailed) != 0 || f.count(decision.StateInFlight) != 0 {
+		t.Errorf("got %d failed and %d in flight, want none", f.count(decision.StateFailed), f.count(decision.StateInFlight))
 	}
 	if got := len(f.deletedPods()); got != 1 {
 		t.Errorf("got %d pods deleted, want 1: the budget is free", got)
@@ -218,19 +218,19 @@ func TestPodlessNotReadyNodeFailsOnlyWhenReady(t *testing.T) {
 	ds := advancedDaemonSet("1", withAnnotation(rollout.ProgressDeadlineAnnotation, "20"))
 	objs := cluster(ds, readyNodes(3))
 	objs = replaceNode(withoutPods(objs, "pod-0"), newNode("node-0", corev1.ConditionUnknown))
-	objs = append(objs, recordOf(map[string]recordEntry{"node-0": inFlightSince("pod-0", time.Minute)}))
+	objs = append(objs, recordOf(map[string]decision.Entry{"node-0": inFlightSince("pod-0", time.Minute)}))
 	f := newFixture(t, objs...)
 	f.sync()
-	if v := f.view().Nodes["node-0"]; v.State != nodeInFlight {
-		t.Fatalf("NotReady past the deadline: got node-0 %v (%s), want in flight", v.State, v.Why)
+	if got := f.state("node-0"); got != decision.StateInFlight {
+		t.Fatalf("NotReady past the deadline: got node-0 %v (%s), want in flight", got, f.why("node-0"))
 	}
 	if got := f.deletedPods(); len(got) != 0 {
 		t.Errorf("got pods deleted %v, want none: node-0 holds the budget", got)
 	}
 	f.update(newNode("node-0", corev1.ConditionTrue))
 	f.sync()
-	if v := f.view().Nodes["node-0"]; v.State != nodeFailed || !strings.Contains(v.Why, "no replacement created") {
-		t.Errorf("Ready past the deadline: got node-0 %v (%s), want failed, no replacement", v.State, v.Why)
+	if got, why := f.rollout().State("node-0"); got != decision.StateFailed || !strings.Contains(why, "no replacement created") {
+		t.Errorf("Ready past the deadline: got node-0 %v (%s), want failed, no replacement", got, why)
 	}
 }
 
@@ -250,7 +250,7 @@ func TestOTABrakeCountsMissingReplacements(t *testing.T) {
 	f := newFixture(t, objs...)
 	f.clockAt(t0.Add(time.Second))
 	f.sync()
-	if got := f.recordEntries()["node-0"]; got.State != entryInFlight || got.Since == nil || !got.Since.Time.Equal(t0) {
+	if got := f.recordEntries()["node-0"]; got.Stage != decision.StageInFlight || got.Since == nil || !got.Since.Time.Equal(t0) {
 		t.Fatalf("got node-0's record %+v, want in flight since the termination began (%s)", got, t0)
 	}
 	// The offers reach the cache; the pod is gone, and nothing replaces it.

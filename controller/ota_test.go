@@ -64,7 +64,7 @@ func TestOTANoWriteWhenUnchanged(t *testing.T) {
 		newPod("old", "ready", oldHash, offeredFor(newHash)),
 		newPod("new", "ready", newHash, withCondition(needUpgrade(corev1.ConditionFalse, newHash))),
 	)
-	f := newFixture(t, objs...)
+	f := newFixture(t, withOffers(objs, "ready")...)
 	f.sync()
 	if w := f.writes(); len(w) != 0 {
 		t.Errorf("got writes %v, want none", w)
@@ -97,7 +97,7 @@ func TestOTARemovesImageReadyOfOlderRevision(t *testing.T) {
 		newPod("stale", "ready", oldHash, offeredFor(newHash), withCondition(stale)),
 		newPod("current", "ready", oldHash, offeredFor(newHash), withCondition(current)),
 	)
-	f := newFixture(t, objs...)
+	f := newFixture(t, withOffers(objs, "ready")...)
 	f.sync()
 	got := f.conditionPatches()
 	if len(got) != 1 || len(got["stale"]) != 1 {
@@ -128,7 +128,7 @@ func TestOTANoRepeatedWriteWhileCacheLags(t *testing.T) {
 	// The cache moves on without the condition (someone removed it): write again.
 	changed := pod.DeepCopy()
 	changed.ResourceVersion = "2"
-	if err := f.indexer(changed).Update(changed); err != nil {
+	if err := f.indexer(changed).Update(cached(changed)); err != nil {
 		t.Fatal(err)
 	}
 	f.sync()
@@ -189,7 +189,7 @@ func TestOfferTravelsWithPodNeedUpgrade(t *testing.T) {
 
 // TestOfferedAtKeptWhenWithdrawnAndResetByANewRevision checks that the time
 // a revision was first offered stays when a halt withdraws the offer (it is
-// read back from the pod, so a restarted controller keeps it too), and
+// kept in the rollout record, so a restarted controller keeps it too), and
 // starts again for a new revision.
 func TestOfferedAtKeptWhenWithdrawnAndResetByANewRevision(t *testing.T) {
 	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.MaxFailedAnnotation, "1"))
@@ -197,7 +197,7 @@ func TestOfferedAtKeptWhenWithdrawnAndResetByANewRevision(t *testing.T) {
 	objs = replacePod(objs, newPod("pod-0", "node-0", newHash, crashLooping, createdAgo(10*time.Second)))
 	objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, offeredFor(newHash)))
 	objs = replacePod(objs, newPod("pod-2", "node-2", oldHash, offeredFor("older0")))
-	f := newFixture(t, objs...)
+	f := newFixture(t, withOffers(objs, "node-1")...)
 	f.sync()
 
 	offers := f.offerPatches()
@@ -257,7 +257,7 @@ func TestDaemonSetAheadOfItsRevisionRewritesNoOffer(t *testing.T) {
 	revs[0].(*appsv1.ControllerRevision).Data = templateData(t, ds.Spec.Template) // newHash's template
 	ds.Spec.Template.Spec.Containers[0].Image = "nginx:1.19.5"
 	objs := append(append([]runtime.Object{ds}, revs...), newNode("ready", corev1.ConditionTrue), newPod("old", "ready", oldHash, offeredFor(newHash)))
-	f := newFixture(t, objs...)
+	f := newFixture(t, withOffers(objs, "ready")...)
 	f.sync()
 	if w := f.writes(); len(w) != 0 {
 		t.Fatalf("before the new revision: got writes %v, want none", w)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
@@ -25,32 +26,32 @@ import (
 // the target (so the agent's upgrade gate only sees pulls for the current
 // one), abandons Jobs no request needs any more, creates the Job a request
 // needs, and writes its result once the Job's pod shows it.
-func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev revision, pod *corev1.Pod) func(context.Context) error {
-	target := rev.hash
-	cond := podcondition.Get(&pod.Status, podcondition.ImageReady)
-	jobs := c.prePullJobsOf(pod)
-	if cond == nil && len(jobs) == 0 {
+func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, pod *podRecord) func(context.Context) error {
+	target := rev.Hash
+	cond := pod.ImageReady
+	jobs := c.prePullJobsOf(pod.UID)
+	if cond.Status == "" && len(jobs) == 0 {
 		return nil // the common case, kept cheap
 	}
-	if rev.images != nil && !maps.Equal(rev.images, podchannel.ImagesOf(&ds.Spec.Template.Spec)) {
+	if rev.Images != nil && !maps.Equal(rev.Images, podchannel.ImagesOf(&ds.Spec.Template.Spec)) {
 		// The Job would pull the DaemonSet's template, which the cache
 		// shows out of step with the target revision: the event of the one
 		// that lags syncs again.
 		return nil
 	}
-	if c.written.pending(pod, podcondition.ImageReady) {
+	if c.expect.pendingWrite(pod.UID, writeImageReady, pod.ResourceVersion) {
 		return nil // the cache does not show our last write yet
 	}
 	revision, named := "", false
-	if cond != nil {
+	if cond.Status != "" {
 		revision, named = podcondition.Revision(cond.Message)
 	}
 	stale := named && revision != target
 	// A request is PodImageReady=False naming the target, whatever its
 	// reason but a failure's: edgeota's agent says PullImageRequested,
 	// OpenYurt's yurthub gives no reason at all.
-	requested := named && revision == target && cond.Status == corev1.ConditionFalse &&
-		cond.Reason != podcondition.ReasonPullImageFail && pod.Spec.NodeName != ""
+	requested := named && revision == target && cond.Status == string(corev1.ConditionFalse) &&
+		cond.Reason != podcondition.ReasonPullImageFail && pod.Bound
 
 	var job *batchv1.Job
 	var obsolete []*batchv1.Job
@@ -73,13 +74,15 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev revision, pod *corev1
 	if !stale && !act && len(obsolete) == 0 {
 		return nil
 	}
+	if stale || act && job != nil {
+		c.expect.expectWrite(pod.UID, writeImageReady, pod.ResourceVersion)
+	}
 	return func(ctx context.Context) error {
 		var errs []error
 		if stale {
-			if _, err := podcondition.Remove(ctx, c.client.CoreV1(), pod, podcondition.ImageReady, FieldManager); err != nil {
+			if _, err := podcondition.RemoveRef(ctx, c.client.CoreV1(), pod.ref(), podcondition.ImageReady, FieldManager); err != nil {
+				c.expect.writeFailed(pod.UID, writeImageReady)
 				errs = append(errs, err)
-			} else {
-				c.written.record(pod, podcondition.ImageReady)
 			}
 		}
 		for _, j := range obsolete {
@@ -94,9 +97,9 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev revision, pod *corev1
 
 // servePrePull creates the pod's pre-pull Job, or writes the result of the one
 // that finished and deletes it.
-func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, target string, pod *corev1.Pod,
+func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, target string, pod *podRecord,
 	job *batchv1.Job, outcome pullOutcome, why string) error {
-	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "node", pod.Spec.NodeName)
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KRef(pod.Namespace, pod.Name), "node", pod.Node)
 	if job == nil {
 		want := prePullJob(ds, pod, target)
 		_, err := c.client.BatchV1().Jobs(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
@@ -111,23 +114,17 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 		return nil
 	}
 
-	result := corev1.PodCondition{
-		Type:    podcondition.ImageReady,
-		Status:  corev1.ConditionTrue,
-		Reason:  podcondition.ReasonPullImageSuccess,
-		Message: podcondition.RevisionMessage(target),
-	}
+	result := decision.Condition{Status: string(corev1.ConditionTrue), Reason: podcondition.ReasonPullImageSuccess, Message: podcondition.RevisionMessage(target)}
 	if outcome == pullFailed {
-		result.Status, result.Reason = corev1.ConditionFalse, podcondition.ReasonPullImageFail
-		result.Message = podcondition.FailureMessage(target, why)
+		result = decision.Condition{Status: string(corev1.ConditionFalse), Reason: podcondition.ReasonPullImageFail, Message: podcondition.FailureMessage(target, why)}
 	}
-	if err := c.setCondition(ctx, pod, result, nil); err != nil {
+	if err := c.writeCondition(pod, writeImageReady, podcondition.ImageReady, result, nil)(ctx); err != nil {
 		return err
 	}
 	if outcome == pullFailed {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-pull for pod %s on node %s failed: %s", pod.Name, pod.Spec.NodeName, why)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-pull for pod %s on node %s failed: %s", pod.Name, pod.Node, why)
 	} else {
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonPrePullSucceeded, "Pre-pulled revision %s for pod %s on node %s", target, pod.Name, pod.Spec.NodeName)
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonPrePullSucceeded, "Pre-pulled revision %s for pod %s on node %s", target, pod.Name, pod.Node)
 	}
 	logger.V(2).Info("Pre-pull finished", "job", klog.KObj(job), "succeeded", outcome == pullSucceeded)
 	return c.deleteJob(ctx, ds, job)
@@ -157,8 +154,8 @@ func (c *Controller) jobPods(uid types.UID) []*corev1.Pod {
 }
 
 // prePullJobsOf returns the pod's pre-pull Jobs from the cache.
-func (c *Controller) prePullJobsOf(pod *corev1.Pod) []*batchv1.Job {
-	objs, _ := c.jobIndexer.ByIndex(byOwnerUID, string(pod.UID))
+func (c *Controller) prePullJobsOf(pod types.UID) []*batchv1.Job {
+	objs, _ := c.jobIndexer.ByIndex(byOwnerUID, string(pod))
 	jobs := make([]*batchv1.Job, 0, len(objs))
 	for _, obj := range objs {
 		if job := obj.(*batchv1.Job); job.Labels[PrePullLabel] == "true" {

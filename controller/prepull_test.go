@@ -30,7 +30,7 @@ func requestedPod(hash string) *corev1.Pod {
 // prePullFor is the pod's pre-pull Job as the controller creates it, as the
 // cache shows it, with a UID.
 func prePullFor(pod *corev1.Pod, hash string) *batchv1.Job {
-	job := prePullJob(newDaemonSet(), pod, hash)
+	job := prePullJob(newDaemonSet(), podRecordOf(pod).(*podRecord), hash)
 	job.UID = types.UID(job.Name + "-uid")
 	return job
 }
@@ -59,8 +59,10 @@ var (
 	pullError = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "manifest unknown"}}
 )
 
+// prePullCluster is an OTA DaemonSet with the pod on node edge-1, offered
+// the target by the controller an hour ago.
 func prePullCluster(pod *corev1.Pod, extra ...runtime.Object) []runtime.Object {
-	return append(append(otaDaemonSet(), newNode("edge-1", corev1.ConditionTrue), pod), extra...)
+	return withOffers(append(append(otaDaemonSet(), newNode("edge-1", corev1.ConditionTrue), pod), extra...), "edge-1")
 }
 
 func TestPrePullCreatesJob(t *testing.T) {
@@ -104,8 +106,8 @@ func TestPrePullCreatesJob(t *testing.T) {
 	if len(refs) != 1 || refs[0].Kind != "Pod" || refs[0].UID != pod.UID || *refs[0].BlockOwnerDeletion {
 		t.Errorf("got owner references %v, want the pod, not blocking its deletion", refs)
 	}
-	if created.Name != prePullJobName(pod, newHash) || len(created.Name) > 63 {
-		t.Errorf("got name %q, want %q of at most 63 characters", created.Name, prePullJobName(pod, newHash))
+	if created.Name != prePullJobName(podRecordOf(pod).(*podRecord), newHash) || len(created.Name) > 63 {
+		t.Errorf("got name %q, want %q of at most 63 characters", created.Name, prePullJobName(podRecordOf(pod).(*podRecord), newHash))
 	}
 	if got := f.conditionPatches(); len(got) != 0 {
 		t.Errorf("got condition patches %v, want none before the Job ran", got)
@@ -206,14 +208,14 @@ func TestPrePullJobName(t *testing.T) {
 	long := newPod(strings.Repeat("a", 250), "n", oldHash)
 	short := newPod("web-x7k2p", "n", oldHash)
 	for _, pod := range []*corev1.Pod{long, short} {
-		name := prePullJobName(pod, newHash)
+		name := prePullJobName(podRecordOf(pod).(*podRecord), newHash)
 		if len(name) > 63 {
 			t.Errorf("got %q of %d characters, want at most 63", name, len(name))
 		}
-		if again := prePullJobName(pod, newHash); again != name {
+		if again := prePullJobName(podRecordOf(pod).(*podRecord), newHash); again != name {
 			t.Errorf("got %q then %q, want the same name each time", name, again)
 		}
-		if other := prePullJobName(pod, oldHash); other == name {
+		if other := prePullJobName(podRecordOf(pod).(*podRecord), oldHash); other == name {
 			t.Errorf("got %q for both revisions, want distinct names", name)
 		}
 	}

@@ -39,7 +39,7 @@ var pullErrorReasons = map[string]bool{
 // prePullJobName is deterministic in the pod and the revision, so that a sync
 // whose cache lags finds the Job (AlreadyExists) instead of creating a twin;
 // at most 56 characters, so the names derived from it stay valid labels.
-func prePullJobName(pod *corev1.Pod, target string) string {
+func prePullJobName(pod *podRecord, target string) string {
 	sum := sha256.Sum256([]byte(pod.Namespace + "/" + pod.Name + "/" + target))
 	prefix := strings.TrimRight(pod.Name[:min(len(pod.Name), 40)], "-.")
 	return prefix + "-pull-" + hex.EncodeToString(sum[:])[:10]
@@ -49,7 +49,7 @@ func prePullJobName(pod *corev1.Pod, target string) string {
 // of the DaemonSet's template, so that the node's kubelet pulls them. All
 // images run as regular containers: an init container that cannot start would
 // keep the others from being pulled.
-func prePullJob(ds *appsv1.DaemonSet, pod *corev1.Pod, target string) *batchv1.Job {
+func prePullJob(ds *appsv1.DaemonSet, pod *podRecord, target string) *batchv1.Job {
 	template := &ds.Spec.Template.Spec
 	var containers []corev1.Container
 	for _, list := range [][]corev1.Container{template.InitContainers, template.Containers} {
@@ -84,7 +84,7 @@ func prePullJob(ds *appsv1.DaemonSet, pod *corev1.Pod, target string) *batchv1.J
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					NodeName:                      pod.Spec.NodeName,
+					NodeName:                      pod.Node,
 					RestartPolicy:                 corev1.RestartPolicyNever,
 					Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					ImagePullSecrets:              template.ImagePullSecrets,

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -24,40 +24,21 @@ const (
 	templateGenerationAnnot    = "deprecated.daemonset.template.generation"
 )
 
-// revision identifies a DaemonSet's target: the hash pods are labelled with,
-// and the ControllerRevision's number. A rollback reuses an old hash under a
-// new number, so a rollout's failure record is keyed by both.
-type revision struct {
-	hash   string
-	number int64
-	// created is the ControllerRevision's creation: a time no node owner
-	// can reset, from which holds are limited.
-	created time.Time
-	// images maps each container of the revision's template to its image
-	// (revisionImages); nil when the revision's data names none.
-	images map[string]string
-}
-
-// same reports whether r and o are one ControllerRevision: the same hash
-// under the same number, made at the same time.
-func (r revision) same(o revision) bool {
-	return r.hash == o.hash && r.number == o.number && r.created.Equal(o.created)
-}
-
-// targetRevision returns the DaemonSet's current ControllerRevision (see
-// NewestRevision); a zero hash while the native controller has not created
-// one yet (its creation requeues the DaemonSet).
-func (c *Controller) targetRevision(ds *appsv1.DaemonSet, key string) (revision, error) {
+// targetRevision returns the DaemonSet's target: its newest
+// ControllerRevision (see rollout.NewestRevision); a zero hash while the
+// native controller has not created one yet (its creation requeues the
+// DaemonSet).
+func (c *Controller) targetRevision(ds *appsv1.DaemonSet, key string) (decision.Target, error) {
 	revisions, err := c.revisionLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
-		return revision{}, fmt.Errorf("listing controller revisions of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+		return decision.Target{}, fmt.Errorf("listing controller revisions of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
 	current := rollout.NewestRevision(ds.UID, revisions)
 	if current == nil {
-		return revision{}, nil
+		return decision.Target{}, nil
 	}
-	return revision{hash: current.Labels[revisionHashLabel], number: current.Revision, created: current.CreationTimestamp.Time,
-		images: c.targetImages.of(key, current)}, nil
+	return decision.Target{Hash: current.Labels[revisionHashLabel], Number: current.Revision,
+		TemplateGeneration: ds.Annotations[templateGenerationAnnot], Images: c.targetImages.of(key, current)}, nil
 }
 
 // revisionImageCache keeps the images of each DaemonSet's target revision
@@ -145,18 +126,4 @@ func revisionImages(r *appsv1.ControllerRevision) map[string]string {
 		return nil
 	}
 	return podchannel.ImagesOf(&d.Spec.Template.Spec)
-}
-
-// upToDate reports whether the pod runs the target revision: by its hash
-// label, or, for a pod without one (created before hashes), by the template
-// generation, as the native controller decides it. A pod with a hash is
-// judged by it alone: the target comes from the ControllerRevisions, which
-// the cache may show before the DaemonSet whose template changed, and that
-// DaemonSet's stale generation would call every old pod up to date.
-func upToDate(ds *appsv1.DaemonSet, target string, pod *corev1.Pod) bool {
-	if hash, ok := pod.Labels[revisionHashLabel]; ok && hash != "" {
-		return target != "" && hash == target
-	}
-	generation, ok := ds.Annotations[templateGenerationAnnot]
-	return ok && pod.Labels[podTemplateGenerationLabel] == generation
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/rollout"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -159,7 +160,7 @@ func TestNotReadyNodeTurningReadyIsUpgraded(t *testing.T) {
 	old := newNode("node-2", corev1.ConditionFalse)
 	reconnected := newNode("node-2", corev1.ConditionTrue)
 	reconnected.ResourceVersion = "2"
-	if err := f.indexer(reconnected).Update(reconnected); err != nil {
+	if err := f.indexer(reconnected).Update(cached(reconnected)); err != nil {
 		t.Fatal(err)
 	}
 	f.c.queue.Forget(testDSKey)
@@ -210,8 +211,8 @@ func TestDecidesOnACacheLaggingItsDeletions(t *testing.T) {
 
 	// pod-0 and pod-1 left the cache, their events not handled yet.
 	for _, obj := range f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer().List() {
-		if p := obj.(*corev1.Pod); p.Name == "pod-0" || p.Name == "pod-1" {
-			if err := f.indexer(p).Delete(p); err != nil {
+		if p := obj.(*podRecord); p.Name == "pod-0" || p.Name == "pod-1" {
+			if err := f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer().Delete(p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -239,13 +240,14 @@ func TestExpectationsPreventOverDeletion(t *testing.T) {
 
 	// The deletion shows up and the pod leaves the cache, but its replacement
 	// has not arrived: the node still counts as unavailable.
-	var gone *corev1.Pod
-	for _, obj := range f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer().List() {
-		if p := obj.(*corev1.Pod); p.Name == deleted[0] {
+	var gone *podRecord
+	pods := f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer()
+	for _, obj := range pods.List() {
+		if p := obj.(*podRecord); p.Name == deleted[0] {
 			gone = p
 		}
 	}
-	if err := f.indexer(gone).Delete(gone); err != nil {
+	if err := pods.Delete(gone); err != nil {
 		t.Fatal(err)
 	}
 	f.c.deletePod(cache.DeletedFinalStateUnknown{Key: testNamespace + "/" + gone.Name, Obj: gone})
@@ -255,7 +257,7 @@ func TestExpectationsPreventOverDeletion(t *testing.T) {
 	}
 
 	// The replacement arrives and becomes available: the next pod goes.
-	replacement := newPod(gone.Name+"-new", gone.Spec.NodeName, newHash)
+	replacement := newPod(gone.Name+"-new", gone.Node, newHash)
 	f.update(replacement)
 	f.sync()
 	if got := f.deletedPods(); len(got) != 2 {
@@ -276,13 +278,13 @@ func TestHeartbeatToDeletionWaitsForNoWrite(t *testing.T) {
 			if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0"}) {
 				t.Fatalf("got pods deleted %v, want [pod-0]", got)
 			}
-			r := f.c.existingTracker(testDSKey).record
-			if e := f.recordEntries()["node-1"]; e.State != entryInFlight || e.Since != nil || !r.written("node-1") {
+			tr := f.c.existingTracker(testDSKey)
+			if e := f.recordEntries()["node-1"]; e.Stage != decision.StageInFlight || e.Since != nil || !tr.record.Durable("node-1") {
 				t.Fatalf("got node-1's entry %+v, want written ahead, before its deletion", e)
 			}
 			if !ahead {
-				r.clear("node-1")
-				if err := f.c.writeRecord(f.ctx, r); err != nil {
+				tr.record.Ledger.Clear("node-1")
+				if _, err := f.c.records.Write(f.ctx, tr.record); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -315,7 +317,7 @@ func TestNextWaveRecordedAheadAfterEveryWave(t *testing.T) {
 	for i := range 3 {
 		r := f.c.existingTracker(testDSKey).record
 		next := fmt.Sprintf("node-%d", i+1)
-		if e := f.recordEntries()[next]; e.State != entryInFlight || e.Since != nil || !r.written(next) {
+		if e := f.recordEntries()[next]; e.Stage != decision.StageInFlight || e.Since != nil || !r.Durable(next) {
 			t.Fatalf("wave %d: got %s's entry %+v, want written ahead", i, next, e)
 		}
 		writes := testutil.ToFloat64(f.c.metrics.recordWrites)

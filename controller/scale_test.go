@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
+	recordstore "github.com/edgeota/edgeota/record"
 	"github.com/edgeota/edgeota/rollout"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,9 +53,8 @@ func TestFailureRecordAtScale(t *testing.T) {
 	objs = append(withoutPods(objs, deleted...), first.records()...)
 	fresh := newFixture(t, objs...)
 	fresh.sync()
-	v := fresh.view()
-	if v.Counts[nodeFailed] != failures || v.Counts[nodeInFlight] != 100 {
-		t.Fatalf("restarted: got %d failed, %d in flight, want %d and 100", v.Counts[nodeFailed], v.Counts[nodeInFlight], failures)
+	if fresh.count(decision.StateFailed) != failures || fresh.count(decision.StateInFlight) != 100 {
+		t.Fatalf("restarted: got %d failed, %d in flight, want %d and 100", fresh.count(decision.StateFailed), fresh.count(decision.StateInFlight), failures)
 	}
 	if got := fresh.deletedPods(); len(got) != 0 {
 		t.Fatalf("restarted: got %d pods deleted, want none: 1,100 - 1,000 failed - 100 in flight", len(got))
@@ -73,9 +74,8 @@ func TestFailureRecordAtScale(t *testing.T) {
 	}
 	fresh.clockAt(time.Now().Add(2 * statusWriteInterval)) // the status write is due
 	fresh.sync()
-	s := fresh.view()
-	if s.Counts[nodeFailed] != 1004 {
-		t.Fatalf("got %d failed, want 1004", s.Counts[nodeFailed])
+	if got := fresh.count(decision.StateFailed); got != 1004 {
+		t.Fatalf("got %d failed, want 1004", got)
 	}
 	if got := len(fresh.deletedPods()); got != 50 {
 		t.Errorf("got %d pods deleted, want 50: 1,100 - 1,004 failed - 46 in flight", got)
@@ -88,7 +88,7 @@ func TestFailureRecordAtScale(t *testing.T) {
 	replace(deleted[54], crashLooping, createdAgo(time.Second))
 	fresh.clockAt(time.Now().Add(4 * statusWriteInterval))
 	fresh.sync()
-	if got := fresh.view().Counts[nodeFailed]; got != 1005 {
+	if got := fresh.count(decision.StateFailed); got != 1005 {
 		t.Fatalf("got %d failed, want 1005", got)
 	}
 	if st := fresh.lastStatus(); !st.Halted || st.Failed.Count != 1005 {
@@ -99,54 +99,12 @@ func TestFailureRecordAtScale(t *testing.T) {
 	}
 }
 
-// TestRecordFitsTheAPIAtTenThousandFailures: 10,000 failed nodes with
-// 253-character names fit in record ConfigMaps each under the API's 1 MiB,
-// and read back exactly.
-func TestRecordFitsTheAPIAtTenThousandFailures(t *testing.T) {
-	f := newFixture(t, advancedDaemonSet("1"))
-	rev := revision{hash: newHash, number: 2}
-	r := newRolloutRecord(testDSUID, testDSKey, rev)
-	names := make([]string, 10000)
-	for i := range names {
-		names[i] = fmt.Sprintf("%0253d", i)
-		r.set(names[i], recordEntry{State: entryFailed, Reason: strings.Repeat("r", maxRecordedReason)})
-	}
-	if err := f.c.writeRecord(f.ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	shards := f.records()
-	if len(shards) < 6 {
-		t.Errorf("got %d record ConfigMaps, want the record split across several", len(shards))
-	}
-	for _, obj := range shards {
-		cm := obj.(*corev1.ConfigMap)
-		size := 0
-		for k, v := range cm.Data {
-			size += len(k) + len(v)
-		}
-		if size > 1<<20 {
-			t.Errorf("got %s holding %d bytes, want at most 1 MiB", cm.Name, size)
-		}
-		if err := f.indexer(cm).Add(cm); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read, stale := f.c.loadRecord(advancedDaemonSet("1"), testDSKey, rev, nil)
-	if len(stale) != 0 {
-		t.Errorf("got stale records %v, want none", stale)
-	}
-	got, _ := read.failedNodes()
-	if read.failedCount() != len(names) || !slices.Equal(got, names) {
-		t.Errorf("read back %d failed nodes, want exactly the %d written", read.failedCount(), len(names))
-	}
-}
-
 // TestRecordOfOtherRevisionsDeleted: a new target revision starts a new
 // record; the records of older revisions are deleted.
 func TestRecordOfOtherRevisionsDeleted(t *testing.T) {
-	old := recordOf(map[string]recordEntry{"node-0": {State: entryFailed, Reason: "x"}})
-	old.Name = recordName(testDSUID, revision{hash: oldHash, number: 1}, 0)
-	old.Labels[recordHashLabel], old.Labels[recordRevisionLabel] = oldHash, "1"
+	old := recordOf(map[string]decision.Entry{"node-0": failedEntry("x")})
+	old.Name = fmt.Sprintf("edgeota-rollout-%s-1-0", testDSUID)
+	old.Labels["edgeota.io/revision-hash"], old.Labels["edgeota.io/revision-number"] = oldHash, "1"
 	f := newFixture(t, append(cluster(advancedDaemonSet("1"), readyNodes(2)), old)...)
 	f.sync()
 	if got := f.deleted("configmaps"); !slices.Equal(got, []string{old.Name}) {
@@ -180,8 +138,8 @@ func TestRecordsOfADeletedDaemonSetDeleted(t *testing.T) {
 		t.Errorf("got record ConfigMaps deleted %v, want the %d of the deleted DaemonSet", got, len(records))
 	}
 
-	orphan := recordOf(map[string]recordEntry{"node-0": {State: entryFailed}})
-	orphan.Labels[RecordLabel] = string(types.UID("gone-uid"))
+	orphan := recordOf(map[string]decision.Entry{"node-0": failedEntry("")})
+	orphan.Labels[recordstore.Label] = string(types.UID("gone-uid"))
 	g := newFixture(t, append(cluster(advancedDaemonSet("1"), readyNodes(1)), orphan)...)
 	g.c.sweepRecords(g.ctx)
 	g.c.background.Wait()

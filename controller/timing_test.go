@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -41,7 +42,7 @@ func heldUntil(until time.Time) podOption {
 }
 
 // nextChange is when the view's earliest verdict changes by the clock.
-func (f *fixture) nextChange() time.Time { return f.view().NextChange }
+func (f *fixture) nextChange() time.Time { return f.rollout().NextChange() }
 
 // TestWindowClosedDeletesNothingUntilItOpens: outside the window nothing is
 // deleted and the DaemonSet waits for the opening (its next change), where
@@ -130,8 +131,8 @@ func TestInFlightNodeFinishesWhenTheWindowCloses(t *testing.T) {
 	f := newFixture(t, objs...)
 	f.clockAt(monday10.Add(time.Minute)) // the window closed a minute ago
 	f.sync()
-	if v := f.view().Nodes["node-0"]; v.State != nodeInFlight || v.WindowClosed {
-		t.Errorf("got node-0 %+v, want in flight, the window irrelevant", v)
+	if got := f.state("node-0"); got != decision.StateInFlight {
+		t.Errorf("got node-0 %v, want in flight, the window irrelevant", got)
 	}
 	if got := f.deletedPods(); len(got) != 0 {
 		t.Errorf("got pods deleted %v, want none outside the window", got)
@@ -161,7 +162,7 @@ func TestWindowedNodeKeepsItsPartitionTurn(t *testing.T) {
 func TestHoldKeepsThePodUntilItEnds(t *testing.T) {
 	end := monday10.Add(30 * time.Minute)
 	objs := replacePod(cluster(advancedDaemonSet("1"), readyNodes(3)), newPod("pod-0", "node-0", oldHash, heldUntil(end)))
-	f := newFixture(t, objs...)
+	f := newFixture(t, append(objs, recordOf(nil))...) // the revision first seen as the target at revisionCreated
 	f.clockAt(monday10)
 	f.sync()
 	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-1"}) {
@@ -175,8 +176,8 @@ func TestHoldKeepsThePodUntilItEnds(t *testing.T) {
 	}
 	// The owner's view learns the limit through the offer on the pod.
 	offers := f.offerPatches()["pod-0"]
-	if len(offers) != 1 || offers[0].HoldLimit == nil || !offers[0].HoldLimit.Time.Equal(revisionCreated.Add(DefaultMaxHold)) {
-		t.Errorf("got offers %+v on the held pod, want one naming the hold limit %s", offers, revisionCreated.Add(DefaultMaxHold))
+	if len(offers) != 1 || offers[0].HoldLimit == nil || !offers[0].HoldLimit.Time.Equal(revisionCreated.Add(decision.DefaultMaxHold)) {
+		t.Errorf("got offers %+v on the held pod, want one naming the hold limit %s", offers, revisionCreated.Add(decision.DefaultMaxHold))
 	}
 }
 
@@ -211,11 +212,11 @@ func TestHoldEndsAndIsReleased(t *testing.T) {
 	f.wantEvent(f.events(), corev1.EventTypeNormal, rollout.ReasonHoldEnded)
 }
 
-// TestHoldLimitFromTheRevisionsCreation: a hold is honoured until the
-// target revision's creation plus edgeota.io/max-hold-seconds, however far
-// the owner sets it, and a restarted controller counts the same; 0 ignores
-// holds.
-func TestHoldLimitFromTheRevisionsCreation(t *testing.T) {
+// TestHoldLimitFromTheTargetsFirstSight: a hold is honoured until the
+// moment the controller first saw the revision as the target (kept in the
+// rollout record) plus edgeota.io/max-hold-seconds, however far the owner
+// sets it, and a restarted controller counts the same; 0 ignores holds.
+func TestHoldLimitFromTheTargetsFirstSight(t *testing.T) {
 	far := revisionCreated.Add(365 * 24 * time.Hour)
 	tests := []struct {
 		name    string
@@ -235,7 +236,8 @@ func TestHoldLimitFromTheRevisionsCreation(t *testing.T) {
 				opts = append(opts, withAnnotation(rollout.MaxHoldAnnotation, tt.maxHold))
 			}
 			objs := replacePod(cluster(advancedDaemonSet("1", opts...), readyNodes(2)), newPod("pod-0", "node-0", oldHash, heldUntil(far)))
-			for range 2 { // a restart counts from the same creation
+			objs = append(objs, recordOf(nil)) // first seen as the target at revisionCreated
+			for range 2 {                      // a restart counts from the same first sight
 				f := newFixture(t, objs...)
 				f.clockAt(tt.now)
 				f.sync()
@@ -270,7 +272,7 @@ func TestOTADeadlineCarriesOutTheOffer(t *testing.T) {
 		objs = replacePod(objs, newPod(p, "node-"+p[4:], oldHash, offeredFor(newHash))) // offered an hour ago
 	}
 	deadline := offeredAt.Add(2 * time.Hour)
-	f := newFixture(t, objs...)
+	f := newFixture(t, withOffers(objs, "node-0", "node-1", "node-2")...)
 	f.clockAt(deadline.Add(-time.Second))
 	f.sync()
 	if got := f.deletedPods(); len(got) != 0 {
@@ -301,8 +303,8 @@ func TestOTADeadlineWaitsWhilePausedOrHalted(t *testing.T) {
 			objs = replacePod(objs, newPod("pod-1", "node-1", oldHash, offeredFor(newHash)))
 			f := newFixture(t, objs...)
 			f.sync()
-			if control[0] == rollout.PausedAnnotation && f.view().Counts[nodeFailed] != 1 {
-				t.Fatalf("setup: got %d failed, want node-0", f.view().Counts[nodeFailed])
+			if control[0] == rollout.PausedAnnotation && f.count(decision.StateFailed) != 1 {
+				t.Fatalf("setup: got %d failed, want node-0", f.count(decision.StateFailed))
 			}
 			if got := f.deletedPods(); len(got) != 0 {
 				t.Errorf("got pods deleted %v past the deadline, want none while %s", got, control[0])
@@ -318,7 +320,7 @@ func TestOTAOfferCarriesTheDeadlineAndTheHoldLimit(t *testing.T) {
 	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.UpgradeDeadlineAnnotation, "604800"),
 		withAnnotation(rollout.MaxHoldAnnotation, "3600"))
 	objs := append([]runtime.Object{ds}, revisions()...)
-	f := newFixture(t, append(objs, newNode("n", corev1.ConditionTrue), newPod("p", "n", oldHash))...)
+	f := newFixture(t, append(objs, newNode("n", corev1.ConditionTrue), newPod("p", "n", oldHash), recordOf(nil))...)
 	f.sync()
 	offers := f.offerPatches()["p"]
 	if len(offers) != 1 || offers[0].OfferedAt == nil {
@@ -341,7 +343,7 @@ func TestOTADeadlineUnchangedByAPause(t *testing.T) {
 	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.UpgradeDeadlineAnnotation, "7200"),
 		withAnnotation(rollout.PausedAnnotation, "true"))
 	objs := replacePod(cluster(ds, readyNodes(2)), newPod("pod-0", "node-0", oldHash, offeredFor(newHash))) // offered an hour ago
-	f := newFixture(t, objs...)
+	f := newFixture(t, withOffers(objs, "node-0")...)
 	deadline := offeredAt.Add(2 * time.Hour)
 	f.clockAt(deadline.Add(time.Minute))
 	f.sync()
@@ -361,5 +363,31 @@ func TestOTADeadlineUnchangedByAPause(t *testing.T) {
 	f.sync()
 	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0"}) {
 		t.Errorf("got pods deleted %v once resumed past the deadline, want [pod-0]", got)
+	}
+}
+
+// TestOverdueOffersOutsideTheirWindowRest: offers past their deadline whose
+// window is closed queue no sync before the window opens: the controller
+// rests.
+func TestOverdueOffersOutsideTheirWindowRest(t *testing.T) {
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.UpgradeDeadlineAnnotation, "5"),
+		withAnnotation(rollout.MaintenanceWindowAnnotation, "daily 09:00-10:00"))
+	objs := withOffers(cluster(ds, readyNodes(3)), "node-0", "node-1", "node-2")
+	for _, p := range []string{"pod-0", "pod-1", "pod-2"} {
+		objs = replacePod(objs, newPod(p, "node-"+p[4:], oldHash, offeredFor(newHash)))
+	}
+	f := newFixture(t, objs...)
+	f.clockAt(monday10.Add(time.Hour)) // the deadlines long past, the window closed
+	f.sync()
+	f.drainQueue()
+	f.sync()
+	if got := f.deletedPods(); len(got) != 0 {
+		t.Fatalf("got %v deleted outside the window, want none", got)
+	}
+	if n := f.c.queue.Len(); n != 0 {
+		t.Errorf("got %d syncs queued at once, want none: the next is at the window's opening", n)
+	}
+	if got, want := f.nextChange(), monday10.Add(23*time.Hour); !got.Equal(want) {
+		t.Errorf("got the next change at %s, want the window's opening %s", got, want)
 	}
 }

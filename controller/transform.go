@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -40,53 +39,22 @@ func Transform(obj any) (any, error) {
 	return obj, nil
 }
 
-// daemonSetAnnotations are the DaemonSet annotations the controller reads.
-var daemonSetAnnotations = []string{rollout.StrategyAnnotation, rollout.LegacyStrategyAnnotation, rollout.MaxUnavailableAnnotation, templateGenerationAnnot,
-	rollout.MaxFailedAnnotation, rollout.ProgressDeadlineAnnotation, rollout.PausedAnnotation, rollout.RolloutNodeSelectorAnnotation, rollout.PartitionAnnotation,
-	rollout.RolloutStatusAnnotation, rollout.MaintenanceWindowAnnotation, rollout.MaxHoldAnnotation, rollout.UpgradeDeadlineAnnotation}
+// daemonSetAnnotations are the DaemonSet annotations the controller reads:
+// the rollout's (rollout.DaemonSetAnnotations), and the native controller's
+// template generation, by which pods from before revision hashes are judged.
+var daemonSetAnnotations = append(slices.Clone(rollout.DaemonSetAnnotations), templateGenerationAnnot)
 
-// podLabels and podConditions are the pod labels and condition types the
-// controller reads: a pod's revision; its readiness, health and scheduling
-// (PodScheduled only while False: why a replacement is not bound); the OTA
-// conditions. The rest, however many a template carries, is not
-// kept: at tens of thousands of pods each one costs memory.
-var (
-	podLabels     = []string{revisionHashLabel, podTemplateGenerationLabel}
-	podConditions = []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled,
-		podcondition.NeedUpgrade, podcondition.ImageReady}
-)
-
-// trimPod keeps identity, the labels and conditions the controller reads,
-// owners, node, phase and container states with the end of their last run:
-// what tells a daemon pod's revision, availability and health (health.Judge)
-// and a pre-pull pod's outcome; and edgeota's channel annotations (package
-// podchannel).
+// trimPod keeps of a pre-pull Job's pod what tells the pull's outcome
+// (judgePull): its identity, owners and labels, node, phase and its
+// containers' images and states. DaemonSet pods are cached as podRecords
+// instead (podRecordOf).
 func trimPod(pod *corev1.Pod) {
-	pod.Annotations = keepKeys(pod.Annotations, rollout.OfferAnnotation, rollout.HoldAnnotation)
-	pod.Labels = keepKeys(pod.Labels, podLabels...)
+	pod.Annotations = nil
 	internMeta(&pod.ObjectMeta)
-	conditions := slices.DeleteFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
-		return !slices.Contains(podConditions, c.Type) || (c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue)
-	})
-	for i := range conditions {
-		c := &conditions[i]
-		c.Type, c.Status, c.Reason, c.Message = corev1.PodConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status))),
-			intern(c.Reason), intern(c.Message)
-	}
-	pod.Status.Conditions = nil // an array of its own, as long as what is kept
-	if len(conditions) > 0 {
-		pod.Status.Conditions = slices.Clone(conditions)
-	}
-	spec := corev1.PodSpec{NodeName: intern(pod.Spec.NodeName)}
-	if spec.NodeName == "" {
-		spec.Affinity = pod.Spec.Affinity // names the node of an unbound DaemonSet pod (nodeOfPod)
-	}
-	pod.Spec = spec
+	pod.Spec = corev1.PodSpec{NodeName: intern(pod.Spec.NodeName)}
 	pod.Status = corev1.PodStatus{
-		Phase: corev1.PodPhase(intern(string(pod.Status.Phase))), Reason: intern(pod.Status.Reason), Message: intern(pod.Status.Message),
-		Conditions:            pod.Status.Conditions,
-		InitContainerStatuses: trimContainerStatuses(pod.Status.InitContainerStatuses),
-		ContainerStatuses:     trimContainerStatuses(pod.Status.ContainerStatuses),
+		Phase:             corev1.PodPhase(intern(string(pod.Status.Phase))),
+		ContainerStatuses: trimContainerStatuses(pod.Status.ContainerStatuses),
 	}
 }
 
@@ -152,7 +120,7 @@ func sharedFlag(b *bool) *bool {
 // selector), the annotations the controller reads, the taints (why a
 // template creates no pod there) and the Ready condition with its heartbeat.
 func trimNode(node *corev1.Node) {
-	node.Annotations = keepKeys(node.Annotations, nodeAnnotations...)
+	node.Annotations = keepKeys(node.Annotations, rollout.NodeAnnotations...)
 	if len(node.Labels) > 0 { // all kept: their keys interned here, their values by internMeta
 		labels := make(map[string]string, len(node.Labels))
 		for k, v := range node.Labels {
@@ -175,9 +143,6 @@ func trimNode(node *corev1.Node) {
 	node.Spec = corev1.NodeSpec{Taints: node.Spec.Taints}
 	node.Status = corev1.NodeStatus{Conditions: ready}
 }
-
-// nodeAnnotations are the Node annotations the controller reads.
-var nodeAnnotations = []string{rollout.NodeTimeZoneAnnotation}
 
 // trimTemplateSpec keeps what a pre-pull Job copies (images and pull
 // secrets), what tells the nodes the template runs on (node selector,

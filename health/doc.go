@@ -7,6 +7,9 @@
 //   - node.go: NodeReady, the one readiness rule for nodes.
 //   - pod.go: PodAvailable, the native controllers' availability rule (Ready
 //     for minReadySeconds), which budgets count against.
+//   - facts.go: Pod, what the rules read of a pod: the node agent builds it
+//     from a corev1.Pod (PodOf), the controller caches it in its own compact
+//     pod records.
 //   - verdict.go: Judge, the one rule deciding whether a new pod has settled,
 //     is still progressing, or has failed (CrashLoopBackOff and configuration
 //     errors at once; image pull errors and everything else at the deadline).

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/edgeota/edgeota/podcondition"
 )
 
 // State is where a new pod stands after an upgrade.
@@ -96,42 +94,37 @@ type Verdict struct {
 //     the upgrade was asked for), and fails then. A deadline of zero never
 //     expires.
 //
-// The pod is read, never modified.
-func Judge(pod *corev1.Pod, since time.Time, minReadySeconds int32, deadline time.Duration, now time.Time) Verdict {
-	if pod.Status.Phase == corev1.PodFailed {
-		reason := pod.Status.Reason
+// Judge reads the pod's facts (PodOf, or the controller's cached record).
+func Judge(pod *Pod, since time.Time, minReadySeconds int32, deadline time.Duration, now time.Time) Verdict {
+	if pod.Phase == corev1.PodFailed {
+		reason := pod.Reason
 		if reason == "" {
 			reason = ReasonPodFailed
 		}
 		message := "the pod's phase is Failed"
-		if pod.Status.Message != "" {
-			message += ": " + pod.Status.Message
+		if pod.Message != "" {
+			message += ": " + pod.Message
 		}
 		return Verdict{State: Failed, Reason: reason, Message: message}
 	}
 	var waiting Verdict // the first container's reason for not running, if any
-	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for i := range statuses {
-			w := statuses[i].State.Waiting
-			if w == nil || w.Reason == "" {
-				continue
-			}
-			message := fmt.Sprintf("container %s: %s", statuses[i].Name, w.Reason)
-			if w.Message != "" {
-				message += ": " + w.Message
-			}
-			if failsAtOnce[w.Reason] {
-				return Verdict{State: Failed, Reason: w.Reason, Message: message}
-			}
-			if waiting.Reason == "" || pullErrors[w.Reason] && !pullErrors[waiting.Reason] {
-				waiting = Verdict{Reason: w.Reason, Message: message}
-			}
+	for _, w := range pod.Waiting {
+		message := fmt.Sprintf("container %s: %s", w.Container, w.Reason)
+		if w.Message != "" {
+			message += ": " + w.Message
+		}
+		if failsAtOnce[w.Reason] {
+			return Verdict{State: Failed, Reason: w.Reason, Message: message}
+		}
+		if waiting.Reason == "" || pullErrors[w.Reason] && !pullErrors[waiting.Reason] {
+			waiting = Verdict{Reason: w.Reason, Message: message}
 		}
 	}
 
-	ready := podcondition.Get(&pod.Status, corev1.ContainersReady)
-	ok, wait := heldFor(ready, minReadySeconds, now)
-	if ok && !restartedSince(pod, ready.LastTransitionTime.Time) {
+	ok, wait := heldFor(pod.ContainersReady, minReadySeconds, now)
+	if ok && !pod.LastFinished.After(pod.ContainersReady.Since) {
+		// Ready long enough, and no container ended a run since it turned
+		// ready: one that restarted since has not proven it stays up.
 		return Verdict{State: Settled}
 	}
 
@@ -158,16 +151,12 @@ func Judge(pod *corev1.Pod, since time.Time, minReadySeconds int32, deadline tim
 	return verdict
 }
 
-// restartedSince reports whether any of the pod's containers ended a run
-// after t, that is restarted since it turned ready: such a pod has not proven
-// it stays up.
-func restartedSince(pod *corev1.Pod, t time.Time) bool {
-	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for i := range statuses {
-			if term := statuses[i].LastTerminationState.Terminated; term != nil && term.FinishedAt.After(t) {
-				return true
-			}
-		}
+// SettledAt is when a pod whose ContainersReady is True has held it for
+// minReadySeconds: after it, a sign of life from its node proves that the
+// node survived the pod's start. Zero when it is not ready.
+func SettledAt(pod *Pod, minReadySeconds int32) time.Time {
+	if !pod.ContainersReady.True {
+		return time.Time{}
 	}
-	return false
+	return pod.ContainersReady.Since.Add(time.Duration(minReadySeconds) * time.Second)
 }

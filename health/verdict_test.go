@@ -60,7 +60,8 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Judge(tc.pod, t0, tc.minReady, deadline, tc.now)
+			f := PodOf(tc.pod, nil)
+			v := Judge(&f, t0, tc.minReady, deadline, tc.now)
 			if v.State != tc.want || v.Reason != tc.wantReason || v.Recheck != tc.wantRecheck {
 				t.Errorf("got %s reason %q recheck %s (%q), want %s reason %q recheck %s",
 					v.State, v.Reason, v.Recheck, v.Message, tc.want, tc.wantReason, tc.wantRecheck)
@@ -73,14 +74,16 @@ func TestJudge(t *testing.T) {
 }
 
 func TestJudgeWithoutDeadlineNeverExpires(t *testing.T) {
-	v := Judge(pod(corev1.ConditionFalse, t0), t0, 0, 0, t0.Add(1000*time.Hour))
+	f := PodOf(pod(corev1.ConditionFalse, t0), nil)
+	v := Judge(&f, t0, 0, 0, t0.Add(1000*time.Hour))
 	if v.State != Progressing || v.Recheck != 0 {
 		t.Errorf("got %s recheck %s, want Progressing recheck 0", v.State, v.Recheck)
 	}
 }
 
 func TestJudgeMessageNamesTheContainer(t *testing.T) {
-	v := Judge(pod(corev1.ConditionFalse, t0, waiting("sidecar", "CrashLoopBackOff")), t0, 0, time.Minute, t0)
+	f := PodOf(pod(corev1.ConditionFalse, t0, waiting("sidecar", "CrashLoopBackOff")), nil)
+	v := Judge(&f, t0, 0, time.Minute, t0)
 	if want := "container sidecar: CrashLoopBackOff: detail"; v.Message != want {
 		t.Errorf("got message %q, want %q", v.Message, want)
 	}
@@ -89,13 +92,14 @@ func TestJudgeMessageNamesTheContainer(t *testing.T) {
 func TestPodAvailable(t *testing.T) {
 	p := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}}}}
-	if ok, wait := PodAvailable(p, 10, t0.Add(4*time.Second)); ok || wait != 6*time.Second {
+	f := PodOf(p, nil)
+	if ok, wait := PodAvailable(&f, 10, t0.Add(4*time.Second)); ok || wait != 6*time.Second {
 		t.Errorf("got %v, %s; want false, 6s", ok, wait)
 	}
-	if ok, _ := PodAvailable(p, 10, t0.Add(10*time.Second)); !ok {
+	if ok, _ := PodAvailable(&f, 10, t0.Add(10*time.Second)); !ok {
 		t.Errorf("got unavailable after minReadySeconds, want available")
 	}
-	if ok, _ := PodAvailable(&corev1.Pod{}, 0, t0); ok {
+	if ok, _ := PodAvailable(&Pod{}, 0, t0); ok {
 		t.Errorf("got available without a Ready condition, want unavailable")
 	}
 }

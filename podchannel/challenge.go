@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,4 +88,17 @@ func ToAnswer(pod *corev1.Pod) (answer string, ok bool) {
 		return "", false
 	}
 	return value, true
+}
+
+// Hash is a short digest of a channel annotation's value (an offer, a
+// challenge): the controller caches pods as compact records holding it, and
+// compares it with the digest of what it would write. Never 0, which stands
+// for an absent annotation.
+func Hash(value string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(value))
+	if s := h.Sum64(); s != 0 {
+		return s
+	}
+	return 1
 }

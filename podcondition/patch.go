@@ -47,6 +47,17 @@ type statusPatch struct {
 // the condition.
 type Annotations map[string]*string
 
+// Ref names the pod a status patch is for. A patch carries its UID, so that
+// the API server refuses it if the pod was replaced by a namesake since it
+// was read.
+type Ref struct {
+	Namespace, Name string
+	UID             types.UID
+}
+
+// RefOf is the pod's Ref.
+func RefOf(pod *corev1.Pod) Ref { return Ref{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID} }
+
 // Set writes condition want onto the pod's status subresource, leaving every
 // other condition as it is. LastTransitionTime is kept when the status does not
 // change and set to now when it does. The pod is only read, never modified.
@@ -58,38 +69,59 @@ func Set[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1
 // for the condition and what goes with it.
 func SetAnnotated[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, want corev1.PodCondition,
 	annotations Annotations, fieldManager string) (*corev1.Pod, error) {
-	transition := metav1.Now()
-	if old := Get(&pod.Status, want.Type); old != nil && old.Status == want.Status && !old.LastTransitionTime.IsZero() {
-		transition = old.LastTransitionTime
+	var was corev1.ConditionStatus
+	if old := Get(&pod.Status, want.Type); old != nil {
+		was = old.Status
 	}
+	return Write(ctx, pods, RefOf(pod), was, want, annotations, fieldManager)
+}
+
+// Write is SetAnnotated for a pod known by its Ref and the status its
+// condition had (was; "" when it had none): the condition's
+// lastTransitionTime is set to now when its status changes, and left as it
+// is (the patch merges by type) when it does not.
+func Write[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, ref Ref, was corev1.ConditionStatus, want corev1.PodCondition,
+	annotations Annotations, fieldManager string) (*corev1.Pod, error) {
 	entry := map[string]any{
-		"type":               want.Type,
-		"status":             want.Status,
-		"reason":             want.Reason,
-		"message":            want.Message,
-		"lastTransitionTime": transition.UTC().Format(metav1.RFC3339Micro),
+		"type":    want.Type,
+		"status":  want.Status,
+		"reason":  want.Reason,
+		"message": want.Message,
 	}
-	return patch(ctx, pods.Pods(pod.Namespace), pod, entry, annotations, fieldManager)
+	if was != want.Status {
+		entry["lastTransitionTime"] = metav1.Now().UTC().Format(metav1.RFC3339Micro)
+	}
+	return patch(ctx, pods.Pods(ref.Namespace), ref, entry, annotations, fieldManager)
 }
 
 // Annotate changes annotations of the pod through its status subresource,
 // and no condition.
 func Annotate[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, annotations Annotations, fieldManager string) (*corev1.Pod, error) {
-	return patch(ctx, pods.Pods(pod.Namespace), pod, nil, annotations, fieldManager)
+	return AnnotateRef(ctx, pods, RefOf(pod), annotations, fieldManager)
+}
+
+// AnnotateRef is Annotate for a pod known by its Ref.
+func AnnotateRef[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, ref Ref, annotations Annotations, fieldManager string) (*corev1.Pod, error) {
+	return patch(ctx, pods.Pods(ref.Namespace), ref, nil, annotations, fieldManager)
 }
 
 // Remove deletes the pod's condition of type t, leaving every other condition
 // as it is.
 func Remove[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, t corev1.PodConditionType, fieldManager string) (*corev1.Pod, error) {
-	return patch(ctx, pods.Pods(pod.Namespace), pod, map[string]any{"type": t, "$patch": "delete"}, nil, fieldManager)
+	return RemoveRef(ctx, pods, RefOf(pod), t, fieldManager)
+}
+
+// RemoveRef is Remove for a pod known by its Ref.
+func RemoveRef[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, ref Ref, t corev1.PodConditionType, fieldManager string) (*corev1.Pod, error) {
+	return patch(ctx, pods.Pods(ref.Namespace), ref, map[string]any{"type": t, "$patch": "delete"}, nil, fieldManager)
 }
 
 // patch sends one condition entry (none when nil) and the annotation
 // changes to the pod's status subresource through pods, the patcher of the
 // pod's namespace.
-func patch(ctx context.Context, pods PodPatcher, pod *corev1.Pod, entry map[string]any, annotations Annotations, fieldManager string) (*corev1.Pod, error) {
+func patch(ctx context.Context, pods PodPatcher, ref Ref, entry map[string]any, annotations Annotations, fieldManager string) (*corev1.Pod, error) {
 	var p statusPatch
-	p.Metadata.UID = pod.UID
+	p.Metadata.UID = ref.UID
 	p.Metadata.Annotations = annotations
 	what := "annotations"
 	if entry != nil {
@@ -98,12 +130,12 @@ func patch(ctx context.Context, pods PodPatcher, pod *corev1.Pod, entry map[stri
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the status patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("encoding the status patch of pod %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	updated, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
+	updated, err := pods.Patch(ctx, ref.Name, types.StrategicMergePatchType, body,
 		metav1.PatchOptions{FieldManager: fieldManager}, "status")
 	if err != nil {
-		return nil, fmt.Errorf("patching %s of pod %s/%s: %w", what, pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("patching %s of pod %s/%s: %w", what, ref.Namespace, ref.Name, err)
 	}
 	return updated, nil
 }

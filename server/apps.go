@@ -261,17 +261,19 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 	switch {
 	case newPod && !mem.upgrade.settled:
 		// The upgrade's new pod: the one rule, with the deadline.
-		verdict = health.Judge(pod, mem.upgrade.since, 0, deadline, now)
+		facts := health.PodOf(pod, nil)
+		verdict = health.Judge(&facts, mem.upgrade.since, 0, deadline, now)
 		mem.upgrade.settled = verdict.State == health.Settled
 	case pod == nil && mem.upgrade != nil && !mem.upgrade.settled:
 		// The old pod is gone or going and its replacement is not on the
 		// node yet: a pod that does not exist has no status, so the one rule
 		// judges it on nothing, progressing until the deadline and then
 		// ProgressDeadlineExceeded.
-		verdict = replacementPending(in, mem.upgrade, health.Judge(&corev1.Pod{}, mem.upgrade.since, 0, deadline, now))
+		verdict = replacementPending(in, mem.upgrade, health.Judge(&health.Pod{}, mem.upgrade.since, 0, deadline, now))
 	case pod != nil:
 		// Any other pod fails only at once: it has no deadline to meet.
-		verdict = health.Judge(pod, pod.CreationTimestamp.Time, 0, 0, now)
+		facts := health.PodOf(pod, nil)
+		verdict = health.Judge(&facts, pod.CreationTimestamp.Time, 0, 0, now)
 	}
 
 	var offered string

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,13 +24,11 @@ const statusWriteInterval = time.Second
 
 // statusWrites remembers, per DaemonSet, the last rollout status written and
 // when: the cache shows a write only after the watch delivers it, and until
-// then the written one is the truth; the time paces writes. It also knows
-// which DaemonSets have a write under way, so that two never race to land
-// out of order.
+// then the written one is the truth; the time paces writes. (Which
+// DaemonSets have a write under way is an expectation: see expectations.)
 type statusWrites struct {
-	mu      sync.Mutex
-	last    map[string]statusWrite
-	writing map[string]bool
+	mu   sync.Mutex
+	last map[string]statusWrite
 }
 
 type statusWrite struct {
@@ -39,7 +38,7 @@ type statusWrite struct {
 }
 
 func newStatusWrites() *statusWrites {
-	return &statusWrites{last: map[string]statusWrite{}, writing: map[string]bool{}}
+	return &statusWrites{last: map[string]statusWrite{}}
 }
 
 // current returns the DaemonSet's latest rollout status: the one this process
@@ -59,29 +58,15 @@ func (w *statusWrites) current(key string, ds *appsv1.DaemonSet) (value string, 
 	return value, &s
 }
 
-// reserve claims the DaemonSet's next write: it returns zero and holds the
-// claim until release when the pacing allows a write now and none is under
-// way, how long to wait otherwise.
-func (w *statusWrites) reserve(key string, now time.Time) time.Duration {
+// due returns how long until the pacing allows the DaemonSet's next write,
+// zero when it does now.
+func (w *statusWrites) due(key string, now time.Time) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.writing[key] {
-		return statusWriteInterval
-	}
 	if last, ok := w.last[key]; ok {
-		if wait := last.at.Add(statusWriteInterval).Sub(now); wait > 0 {
-			return wait
-		}
+		return max(last.at.Add(statusWriteInterval).Sub(now), 0)
 	}
-	w.writing[key] = true
 	return 0
-}
-
-// release ends the claim reserve took.
-func (w *statusWrites) release(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.writing, key)
 }
 
 func (w *statusWrites) record(key string, uid types.UID, value string, at time.Time) {
@@ -108,7 +93,7 @@ func (c *Controller) writeRolloutStatus(ctx context.Context, ds *appsv1.DaemonSe
 		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("writing the rollout status of daemonset %s: %w", key, err)
 	}
-	c.statusWrites.record(key, ds.UID, value, c.now())
+	c.statuses.record(key, ds.UID, value, c.now())
 	return nil
 }
 
@@ -122,7 +107,7 @@ func (c *Controller) writeRolloutStatus(ctx context.Context, ds *appsv1.DaemonSe
 //   - after act otherwise, and in the background, so that the write never
 //     delays a deletion that the budget allows, nor the next sync.
 func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *rollout.Status,
-	status rollout.Status, grew bool, failures string, act func() error) error {
+	status rollout.Status, grew bool, failures func() string, act func() error) error {
 	if grew {
 		write, upToDate, err := c.statusUpdate(ctx, ds, key, current, prev, status, failures)
 		if err != nil {
@@ -150,8 +135,8 @@ func (c *Controller) publish(ctx context.Context, ds *appsv1.DaemonSet, key, cur
 
 // failuresGrew reports whether the record holds more failures than the
 // status prev shows for the same revision.
-func failuresGrew(prev *rollout.Status, target revision, failed int) bool {
-	if prev == nil || prev.Revision != target.number || prev.Hash != target.hash {
+func failuresGrew(prev *rollout.Status, target decision.Target, failed int) bool {
+	if prev == nil || prev.Revision != target.Number || prev.Hash != target.Hash {
 		return failed > 0
 	}
 	return failed > prev.Failed.Count
@@ -164,7 +149,7 @@ func failuresGrew(prev *rollout.Status, target revision, failed int) bool {
 // (failures describes the failed nodes for a halt). Neither means the write
 // is not due yet, and the DaemonSet is queued for when it is.
 func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key, current string, prev *rollout.Status,
-	status rollout.Status, failures string) (write func() error, upToDate bool, err error) {
+	status rollout.Status, failures func() string) (write func() error, upToDate bool, err error) {
 	c.metrics.rollout(ds, &status)
 	data, err := json.Marshal(status)
 	if err != nil {
@@ -174,12 +159,16 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 	if value == current {
 		return nil, true, nil
 	}
-	if wait := c.statusWrites.reserve(key, c.now()); wait > 0 {
+	if wait := c.statuses.due(key, c.now()); wait > 0 {
 		c.queue.AddAfter(key, wait)
 		return nil, false, nil
 	}
+	if !c.expect.expectStatus(key) {
+		c.queue.AddAfter(key, statusWriteInterval) // one under way: never two racing to land out of order
+		return nil, false, nil
+	}
 	return func() error {
-		defer c.statusWrites.release(key)
+		defer c.expect.statusDone(key)
 		if err := c.writeRolloutStatus(ctx, ds, key, value); err != nil {
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedStatus, "Writing annotation %s failed: %v", rollout.RolloutStatusAnnotation, err)
 			return err
@@ -193,7 +182,7 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 // prev, the status last written: events say what changed, never what still
 // holds, so a restarted controller (which reads prev from the annotation)
 // does not repeat them.
-func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *rollout.Status, failures string) {
+func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *rollout.Status, failures func() string) {
 	sameRevision := prev != nil && prev.Revision == now.Revision && prev.Hash == now.Hash
 	complete := now.Complete()
 	if !sameRevision && prev != nil && !complete {
@@ -202,7 +191,7 @@ func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *rollout.
 	wasHalted := sameRevision && prev.Halted
 	switch {
 	case now.Halted && !wasHalted:
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonRolloutHalted, "Rollout of revision %d halted: %s: %s", now.Revision, now.Reason, failures)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonRolloutHalted, "Rollout of revision %d halted: %s: %s", now.Revision, now.Reason, failures())
 	case !now.Halted && wasHalted:
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutResumed, "Rollout of revision %d resumed: %d failed nodes, under max-failed", now.Revision, now.Failed.Count)
 	}

@@ -1,0 +1,264 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
+)
+
+// act carries out a decision: the deletions it admits, the OTA conditions
+// and offers, the offers that show held pods their limit, the challenges
+// of the nodes waiting for a proof of life, and the pre-pulls owners asked
+// for. It decides nothing.
+func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, t *tracker, r *decision.Rollout, d *decision.Decision) error {
+	cfg := r.Settings()
+	verbosity := 4
+	if len(d.Delete) > 0 {
+		verbosity = 2
+	}
+	klog.FromContext(ctx).V(verbosity).Info("Rolling out", "nodes", d.Status.Total, "maxUnavailable", d.MaxUnavailable,
+		"unavailable", d.Unavailable, "inFlight", d.Status.InFlight, "failed", d.Status.Failed.Count, "maxFailed", d.MaxFailed,
+		"halted", d.Status.Halted, "paused", cfg.Paused, "deleting", len(d.Delete), "offering", len(d.Offered),
+		"daemonSetResourceVersion", ds.ResourceVersion)
+	if len(d.Waiting) > 0 {
+		c.eventOnChange(ds, key, corev1.EventTypeWarning, rollout.ReasonSettledUnavailable,
+			fmt.Sprintf("The rollout waits: %d nodes settled on revision %d but their pod is unavailable while the node is Ready, and they hold the budget: %s",
+				len(d.Waiting), r.Target().Number, strings.Join(d.Waiting[:min(len(d.Waiting), rollout.ShownNodes)], ", ")))
+	} else {
+		c.eventMemo.clear(key, rollout.ReasonSettledUnavailable)
+	}
+	var errs []error
+	if err := c.deleteOldPods(ctx, ds, key, t, r, d.Delete); err != nil {
+		errs = append(errs, err)
+	}
+	var tasks []func(context.Context) error
+	if cfg.Strategy == rollout.StrategyOTA {
+		tasks = c.markOffers(ds, t, r, d)
+	} else {
+		tasks = c.showHoldLimits(ds, r)
+	}
+	if cfg.AgentProof {
+		tasks = append(tasks, c.challenge(r)...)
+	}
+	if len(tasks) > 0 {
+		if failed := runParallel(ctx, tasks); len(failed) > 0 {
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedCondition,
+				"%d of %d pod status writes failed, will retry; first: %v", len(failed), len(tasks), failed[0])
+			errs = append(errs, failed...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteOldPods deletes the nodes' old pods, in parallel and in the
+// background, each once its in-flight entry is written: the entries
+// written ahead serve at once; a node without one has it written first, so
+// that a restarted controller knows what this one took away even if no
+// replacement ever comes. The deletions are expected from now on (see
+// expectations), so that no sync deletes past the budget on a cache that
+// does not show them yet, and none waits for their round trips either: the
+// budget the next proof of life frees is used at once. A failed deletion puts
+// the node back, says FailedDelete and requeues with backoff.
+func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, key string, t *tracker, r *decision.Rollout, takes []decision.Take) error {
+	if len(takes) == 0 {
+		return nil
+	}
+	ledger, rec := r.Ledger(), t.record
+	unwritten := false
+	for _, take := range takes {
+		ledger.TakeAhead(take.Node, take.Pod)
+		unwritten = unwritten || !rec.Durable(take.Node)
+	}
+	if unwritten {
+		if _, err := c.records.Write(ctx, rec); err != nil {
+			return fmt.Errorf("recording the nodes about to be upgraded: %w", err)
+		}
+		for _, take := range takes {
+			if !rec.Durable(take.Node) {
+				return fmt.Errorf("recording node %s before upgrading it: not written", take.Node)
+			}
+		}
+	}
+
+	logger := klog.FromContext(ctx)
+	now := c.now()
+	for _, take := range takes {
+		c.expect.expectDeletion(key, take.Node, take.Pod.UID, now)
+		c.markDirty(key, take.Node)
+		ledger.Taken(take.Node, take.Pod, now)
+		logger.V(2).Info(LogDeletingPod, "pod", klog.KRef(take.Pod.Namespace, take.Pod.Name), "node", take.Node, "podResourceVersion", take.Pod.ResourceVersion)
+	}
+	target := r.Target().Hash
+	tasks := make([]func(context.Context) error, len(takes))
+	for i, take := range takes {
+		pod := take.Pod
+		tasks[i] = func(ctx context.Context) error {
+			err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{UID: &pod.UID},
+			})
+			if err == nil || apierrors.IsNotFound(err) {
+				if err == nil {
+					c.metrics.podDeleted()
+					c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonDeletedPod, "Deleted pod %s on node %s to upgrade it to revision %s", pod.Name, take.Node, target)
+				}
+				return nil // gone, by us or before us: its node is in flight
+			}
+			// No deletion is coming: the node is a candidate again, and its
+			// entry one written ahead.
+			c.expect.deletionFailed(key, take.Node, pod.UID)
+			ledger.Untaken(take.Node, pod)
+			c.markDirty(key, take.Node)
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedDelete, "Deleting pod %s on node %s failed: %v", pod.Name, take.Node, err)
+			return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	c.inBackground(ctx, key, func() error {
+		err := errors.Join(runParallel(ctx, tasks)...)
+		// The deletion times, after the deletions: the entries written
+		// ahead already hold the nodes; these start their clocks.
+		_, werr := c.records.Write(ctx, rec)
+		return errors.Join(err, werr)
+	})
+	return nil
+}
+
+// markOffers returns the writes that keep PodNeedUpgrade and the offer on
+// every live pod of an OTA DaemonSet as the decision wants them (True on the
+// nodes the record says were offered, once the record holds it; False with
+// why on the others; a True the controller never wrote is written back),
+// and serves the pods' pre-pull requests.
+func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Rollout, d *decision.Decision) []func(context.Context) error {
+	target := r.Target()
+	offers := offerCache{}
+	var tasks []func(context.Context) error
+	for _, p := range c.podsOf(ds.UID) {
+		if p.Terminating {
+			continue
+		}
+		if task := c.prePullTask(ds, target, p); task != nil {
+			tasks = append(tasks, task)
+		}
+		want, ok := r.NeedUpgrade(d, &p.Pod, t.record.Durable(p.Node))
+		if !ok {
+			t.offersWaiting.Store(true)
+			continue
+		}
+		var offer *string
+		if !target.UpToDate(&p.Pod) {
+			offer = offers.of(r, p.Node, func() map[string]string { return podchannel.ImagesOf(&ds.Spec.Template.Spec) })
+		}
+		sameCondition := p.NeedUpgrade == want
+		sameOffer := offer == nil || p.Offer == podchannel.Hash(*offer)
+		if sameCondition && sameOffer || c.expect.pendingWrite(p.UID, writeNeedUpgrade, p.ResourceVersion) {
+			continue
+		}
+		tasks = append(tasks, c.writeCondition(p, writeNeedUpgrade, podcondition.NeedUpgrade, want, offer))
+	}
+	return tasks
+}
+
+// offerCache encodes each distinct offer of a sync once: offers differ
+// between nodes only by their first offer's time.
+type offerCache map[time.Time]*string
+
+func (oc offerCache) of(r *decision.Rollout, node string, templateImages func() map[string]string) *string {
+	o := r.Offer(node, templateImages)
+	var at time.Time
+	if o.OfferedAt != nil {
+		at = o.OfferedAt.Time
+	}
+	if v, ok := oc[at]; ok {
+		return v
+	}
+	value, err := podchannel.Encode(o)
+	if err != nil {
+		return nil
+	}
+	oc[at] = &value
+	return &value
+}
+
+// writeCondition returns the write of one condition on the pod's status,
+// with the offer (nil: none) in the same patch, expected before it is sent.
+func (c *Controller) writeCondition(p *podRecord, kind writeKind, t corev1.PodConditionType, want decision.Condition, offer *string) func(context.Context) error {
+	c.expect.expectWrite(p.UID, kind, p.ResourceVersion)
+	cond := corev1.PodCondition{Type: t, Status: corev1.ConditionStatus(want.Status), Reason: want.Reason, Message: want.Message}
+	was := corev1.ConditionStatus(p.NeedUpgrade.Status)
+	if t == podcondition.ImageReady {
+		was = corev1.ConditionStatus(p.ImageReady.Status)
+	}
+	var annotations podcondition.Annotations
+	if offer != nil {
+		annotations = podcondition.Annotations{rollout.OfferAnnotation: offer}
+	}
+	ref := p.ref()
+	return func(ctx context.Context) error {
+		if _, err := podcondition.Write(ctx, c.client.CoreV1(), ref, was, cond, annotations, FieldManager); err != nil {
+			c.expect.writeFailed(ref.UID, kind)
+			return err
+		}
+		c.metrics.conditionWritten(t)
+		return nil
+	}
+}
+
+// writeAnnotation returns the write of one annotation on the pod's status,
+// expected before it is sent.
+func (c *Controller) writeAnnotation(p *podRecord, kind writeKind, key, value string) func(context.Context) error {
+	c.expect.expectWrite(p.UID, kind, p.ResourceVersion)
+	ref := p.ref()
+	return func(ctx context.Context) error {
+		if _, err := podcondition.AnnotateRef(ctx, c.client.CoreV1(), ref, podcondition.Annotations{key: &value}, FieldManager); err != nil {
+			c.expect.writeFailed(ref.UID, kind)
+			return err
+		}
+		return nil
+	}
+}
+
+// showHoldLimits returns the writes of the offer on each held pod of an
+// AdvancedRollingUpdate, so that its owner sees the limit that will end the
+// hold (the node agent reads nothing but its pods): one write per held pod,
+// once.
+func (c *Controller) showHoldLimits(ds *appsv1.DaemonSet, r *decision.Rollout) []func(context.Context) error {
+	var tasks []func(context.Context) error
+	offers := offerCache{}
+	for node := range r.HeldNodes() {
+		pod := r.OldPod(node)
+		if pod == nil {
+			continue
+		}
+		p := c.record(pod)
+		if p == nil || c.expect.pendingWrite(p.UID, writeOffer, p.ResourceVersion) {
+			continue
+		}
+		offer := offers.of(r, node, func() map[string]string { return podchannel.ImagesOf(&ds.Spec.Template.Spec) })
+		if offer == nil || p.Offer == podchannel.Hash(*offer) {
+			continue
+		}
+		tasks = append(tasks, c.writeAnnotation(p, writeOffer, rollout.OfferAnnotation, *offer))
+	}
+	return tasks
+}
+
+// record returns the cache's record of a pod the decision names.
+func (c *Controller) record(p *decision.Pod) *podRecord {
+	obj, ok, _ := c.podIndexer.GetByKey(p.Namespace + "/" + p.Name)
+	if !ok || obj.(*podRecord).UID != p.UID {
+		return nil
+	}
+	return obj.(*podRecord)
+}

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"crypto/subtle"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/rollout"
+)
+
+// challenges are the proof-of-life challenges this process issued, by pod
+// (see podchannel.Challenge). They live in its memory only: the pod's
+// annotation is a copy the node may rewrite, and an answer counts only if it
+// echoes what this process issued. A restarted controller issues new ones.
+type challenges struct {
+	mu     sync.Mutex
+	issued map[types.UID]string
+}
+
+func newChallenges() *challenges {
+	return &challenges{issued: map[types.UID]string{}}
+}
+
+// of returns the pod's challenge, issuing a fresh one the first time.
+func (ch *challenges) of(pod types.UID) (string, error) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if v, ok := ch.issued[pod]; ok {
+		return v, nil
+	}
+	c, err := podchannel.NewChallenge(pod)
+	if err != nil {
+		return "", err
+	}
+	ch.issued[pod] = c.String()
+	return ch.issued[pod], nil
+}
+
+// answered reports whether answer is the pod's challenge as this process
+// issued it.
+func (ch *challenges) answered(pod types.UID, answer string) bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	v, ok := ch.issued[pod]
+	return ok && subtle.ConstantTimeCompare([]byte(v), []byte(answer)) == 1
+}
+
+// forget drops the challenge of a pod gone.
+func (ch *challenges) forget(pod types.UID) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	delete(ch.issued, pod)
+}
+
+// challenge returns the writes of the challenges of the nodes waiting for a
+// proof of life: one per settled pod, written once, and again if the pod's
+// copy is not the one issued (deleted, or rewritten by the node).
+func (c *Controller) challenge(r *decision.Rollout) []func(context.Context) error {
+	var tasks []func(context.Context) error
+	for node, a := range r.Awaiting() {
+		p := c.podOn(node, a.Pod)
+		if p == nil || c.expect.pendingWrite(p.UID, writeChallenge, p.ResourceVersion) {
+			continue
+		}
+		value, err := c.challenges.of(p.UID)
+		if err != nil {
+			c.logger.Error(err, "Issuing a proof-of-life challenge", "pod", p.Name)
+			continue
+		}
+		if p.Challenge == podchannel.Hash(value) {
+			continue
+		}
+		tasks = append(tasks, c.writeAnnotation(p, writeChallenge, rollout.ChallengeAnnotation, value))
+	}
+	return tasks
+}
+
+// podOn returns the cached record of the pod with the UID on the node.
+func (c *Controller) podOn(node string, uid types.UID) *podRecord {
+	objs, _ := c.podIndexer.ByIndex(byNode, node)
+	for _, obj := range objs {
+		if p := obj.(*podRecord); p.UID == uid {
+			return p
+		}
+	}
+	return nil
+}

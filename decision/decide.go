@@ -1,0 +1,451 @@
+package decision
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/podchannel"
+	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
+)
+
+// Decision is what a Rollout decides at one instant, for both strategies:
+// the one place where the failure brake halts, where the budget admits
+// nodes, and where offers are made. The controller acts on it and reports
+// it; it never decides anything itself.
+type Decision struct {
+	// Status is where the rollout stands, for the rollout status annotation,
+	// the metrics and the events.
+	Status rollout.Status
+	// Delete are the old pods to delete now (AdvancedRollingUpdate, and OTA
+	// offers past their deadline), within the budget: down ones first, then
+	// available ones in node name order. Each node has an in-flight entry in
+	// the ledger, maybe written ahead: it must be written before the pod is
+	// deleted.
+	Delete []Take
+	// Offered are the nodes offered the target in this decision (OTA): their
+	// entries are in the ledger, and PodNeedUpgrade=True may be written once
+	// they are.
+	Offered []string
+	// Wake is when a verdict next changes by the clock alone, after now; zero
+	// when only an event can change one (budget, pause, halt, a node's
+	// return).
+	Wake time.Time
+	// Unavailable and Allowed are the budget: nodes unavailable now, and how
+	// many more the rollout may take.
+	Unavailable, Allowed int
+	// MaxUnavailable and MaxFailed are the settings resolved over the nodes.
+	MaxUnavailable, MaxFailed int
+	// Waiting names the settled nodes whose pod is down while their node is
+	// Ready, when the rollout waits for the budget they hold: a Warning
+	// names them.
+	Waiting []string
+}
+
+// Take is an old pod the rollout replaces.
+type Take struct {
+	Node string
+	Pod  *Pod
+}
+
+// aheadMark is what the last Decide wrote ahead: unchanged takeable nodes
+// and ledger, the same nodes would be written ahead again.
+type aheadMark struct {
+	takeableChanges uint64
+	limit           int
+	taken           int
+}
+
+// Decide decides at now, after Refresh. It records in the ledger the offers
+// it makes and the in-flight entries it writes ahead for the next wave.
+func (r *Rollout) Decide(now time.Time) Decision {
+	nodes := len(r.nodes)
+	d := Decision{MaxUnavailable: r.cfg.MaxUnavailable(nodes), MaxFailed: r.cfg.MaxFailed(nodes)}
+	failed := r.ledger.Failed()
+	halted := failed >= d.MaxFailed
+	ota := r.cfg.Strategy == rollout.StrategyOTA
+
+	// The budget: in-flight, failed and down nodes count against it (down:
+	// an old pod unavailable, or a settled node's pod unavailable, while
+	// the node is Ready); the rollout takes within what is left, the down
+	// old pods at no cost.
+	d.Unavailable = r.counts[StateInFlight] + r.counts[StateFailed] + r.counts[StateOldDown] + r.counts[StateSettledDown]
+	d.Allowed = max(d.MaxUnavailable-d.Unavailable, 0)
+
+	var heldBack, admitted int
+	if ota {
+		heldBack, admitted, d.Offered = r.offer(now, halted)
+		if r.cfg.UpgradeDeadline > 0 && !halted && !r.cfg.Paused {
+			// Offers past their deadline are carried out as
+			// AdvancedRollingUpdate would: within the budget (the owners'
+			// own upgrades in flight count against it), in the node's
+			// window, after any hold's limit.
+			ch := r.choose(d.Allowed, false)
+			d.Delete = ch.takes()
+			r.writeAhead(d.MaxUnavailable+len(d.Delete), false, len(d.Delete))
+		}
+	} else {
+		ch := r.choose(d.Allowed, true)
+		heldBack, admitted = ch.heldBack, r.olds.Len()-(ch.heldBack-r.outside-r.zoneInvalid)
+		if !halted && !r.cfg.Paused {
+			d.Delete = ch.takes()
+			r.writeAhead(d.MaxUnavailable+len(d.Delete), true, len(d.Delete))
+		}
+	}
+	if len(r.settledDown) > 0 && d.Allowed == 0 && r.olds.Len() > 0 && !halted && !r.cfg.Paused {
+		d.Waiting = sortedNames(r.settledDown)
+	}
+	d.Status = r.status(&d, failed, halted, heldBack, admitted)
+	d.Wake = r.NextChange()
+	return d
+}
+
+// choice is what the operator's controls and the clock let a rollout take
+// now.
+type choice struct {
+	// replace are old pods down anyway: replacing them frees no budget and
+	// costs none.
+	replace []*nodeInfo
+	// take are available old pods, in node name order, at most the limit
+	// asked for.
+	take []*nodeInfo
+	// heldBack counts the candidates the node selector or the partition
+	// keep on the old revision.
+	heldBack int
+}
+
+func (ch *choice) takes() []Take {
+	out := make([]Take, 0, len(ch.replace)+len(ch.take))
+	for _, list := range [][]*nodeInfo{ch.replace, ch.take} {
+		for _, n := range list {
+			out = append(out, Take{Node: n.name, Pod: n.oldPod})
+		}
+	}
+	return out
+}
+
+// partitionQuota is how many more of the nodes the rollout may touch may
+// move to the target revision under the partition (all but the partition,
+// less those already on it, moving to it or offered it); -1 without one.
+func (r *Rollout) partitionQuota() int {
+	partition := r.cfg.Partition(r.eligible)
+	if partition < 0 {
+		return -1
+	}
+	return max(r.eligible-partition-r.taken, 0)
+}
+
+// choose picks, in node name order, the old pods the rollout may replace
+// now, taking at most limit available ones; partitioned says whether the
+// partition applies to these deletions (for OTA it bounds the offers
+// instead). Without a partition it reads only the nodes it takes (the
+// ordered set of takeable nodes), so that its cost follows the wave, not
+// the fleet. With one, it walks the candidates in name order: each node the
+// partition lets through uses up one of its quota, whether the clock lets it
+// go now or not (a node whose window is closed waits; the next one does not
+// take its place), so the partition keeps its exact meaning.
+func (r *Rollout) choose(limit int, partitioned bool) choice {
+	ch := choice{heldBack: r.outside + r.zoneInvalid}
+	quota := -1
+	if partitioned {
+		quota = r.partitionQuota()
+	}
+	if quota < 0 {
+		for _, node := range sortedNames(r.downs) {
+			ch.replace = append(ch.replace, r.nodes[node])
+		}
+		r.takeable.Ascend(func(node string) bool {
+			if len(ch.take) >= limit {
+				return false
+			}
+			ch.take = append(ch.take, r.nodes[node])
+			return true
+		})
+		return ch
+	}
+	visited := 0
+	r.olds.Ascend(func(node string) bool {
+		if quota == 0 {
+			return false
+		}
+		quota--
+		visited++
+		switch n := r.nodes[node]; {
+		case n.down:
+			// Down anyway: replaced, in the quota.
+			ch.replace = append(ch.replace, n)
+		case n.takeable && len(ch.take) < limit:
+			// Within the quota, in name order.
+			ch.take = append(ch.take, n)
+		}
+		return true
+	})
+	ch.heldBack += r.olds.Len() - visited
+	return ch
+}
+
+// writeAhead records in-flight entries ahead for the nodes the rollout
+// takes next (as many as limit), so that when a proof of life frees the
+// budget the deletions go at once, without waiting for a write; taking are
+// the nodes being taken now. A decision that changed none of the takeable
+// nodes (most of a rollout's: a new pod's progress, a heartbeat) finds the
+// same nodes with their entries as the last left them, and skips the scan.
+func (r *Rollout) writeAhead(limit int, partitioned bool, taking int) {
+	mark := aheadMark{takeableChanges: r.takeableChanges, limit: limit, taken: taking}
+	if taking == 0 && r.ahead == mark {
+		return
+	}
+	r.ahead = mark
+	for _, n := range r.choose(limit, partitioned).take {
+		r.ledger.TakeAhead(n.name, n.oldPod)
+	}
+}
+
+// TakeAhead records an in-flight entry written ahead of the deletion of the
+// node's old pod, unless it holds one for that pod already: the one place
+// such an entry is made. It keeps the node's first offer.
+func (l *Ledger) TakeAhead(node string, pod *Pod) {
+	e, ok := l.Entry(node)
+	if ok && e.Stage == StageInFlight && e.Pod == pod.UID {
+		return
+	}
+	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, OfferedAt: e.OfferedAt}, false)
+}
+
+// Taken records that the deletion of the node's old pod was issued at now:
+// the deadline of a node whose replacement never comes counts from it.
+func (l *Ledger) Taken(node string, pod *Pod, now time.Time) {
+	e, _ := l.Entry(node)
+	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, Since: timeOf(now), OfferedAt: e.OfferedAt}, false)
+}
+
+// Untaken puts back an entry written ahead when a deletion failed: the old
+// pod is a candidate again.
+func (l *Ledger) Untaken(node string, pod *Pod) {
+	e, _ := l.Entry(node)
+	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, OfferedAt: e.OfferedAt}, false)
+}
+
+// offer makes the OTA offers the controls admit now: none while paused or
+// halted; without a partition, to every eligible node with a live old pod;
+// with one, in node name order to Ready ones, up to its quota (a standing
+// offer counts as taken). It returns the candidates held back, those
+// admitted (offered, or held by a pause) and the nodes offered now.
+func (r *Rollout) offer(now time.Time, halted bool) (heldBack, admitted int, offered []string) {
+	heldBack = r.outside
+	quota := r.partitionQuota()
+	var admit []string
+	r.unoffered.Ascend(func(node string) bool {
+		switch n := r.nodes[node]; {
+		case quota < 0:
+			// No partition: every eligible node.
+			admit = append(admit, node)
+		case quota > 0 && n.verdict.state != StateSkipped:
+			// Within the partition's quota, in name order, Ready ones.
+			quota--
+			admit = append(admit, node)
+		default:
+			// Past the quota, or NotReady: passed over.
+			heldBack++
+		}
+		return true
+	})
+	if r.cfg.Paused || halted {
+		return heldBack, len(admit), nil
+	}
+	for _, node := range admit {
+		e, _ := r.ledger.Entry(node)
+		e.Stage, e.OfferedAt = StageOffered, timeOf(now)
+		r.ledger.Set(node, e, false)
+		// Offered: taken by the partition, counted among the offers, and
+		// due at its deadline (the verdict was judged without one).
+		n := r.nodes[node]
+		r.remove(n)
+		n.offeredAt, n.unoffered, n.taken = e.OfferedAt.Time, false, n.eligible
+		if r.cfg.UpgradeDeadline > 0 && n.old {
+			if due := n.offeredAt.Add(r.cfg.UpgradeDeadline); n.verdict.at.IsZero() || due.Before(n.verdict.at) {
+				n.verdict.at = due
+			}
+		}
+		r.add(n)
+	}
+	return heldBack, len(admit), admit
+}
+
+// status summarises the rollout; it reports the decision, never makes it.
+func (r *Rollout) status(d *Decision, failed int, halted bool, heldBack, admitted int) rollout.Status {
+	s := rollout.Status{
+		Revision: r.target.Number, Hash: r.target.Hash, Strategy: r.cfg.Strategy,
+		Updated: r.counts[StateSettled] + r.counts[StateSettledDown] + r.skippedUpdated, Total: len(r.nodes),
+		InFlight: r.counts[StateInFlight], Skipped: r.counts[StateSkipped], Failed: r.shownFailures(failed),
+		HeldBack: heldBack, Paused: r.cfg.Paused, Halted: halted,
+	}
+	if n := r.held.total(); n > 0 {
+		s.Held = &rollout.TimedNodes{Count: n, At: &metav1.Time{Time: r.held.latest()}}
+	}
+	if n := r.waiting.total(); n > 0 {
+		s.WaitingForWindow = &rollout.TimedNodes{Count: n, At: &metav1.Time{Time: r.waiting.earliest()}}
+	}
+	if n := r.offered.total(); n > 0 && !halted {
+		s.Offered = &rollout.TimedNodes{Count: n}
+		if r.cfg.UpgradeDeadline > 0 {
+			s.Offered.At = &metav1.Time{Time: r.offered.earliest().Add(r.cfg.UpgradeDeadline)}
+		}
+	}
+	if n := len(r.settledDown); n > 0 {
+		names := sortedNames(r.settledDown)
+		s.SettledUnavailable = &rollout.NodeList{Count: n, Nodes: names[:min(n, rollout.ShownNodes)]}
+	}
+	what := "nodes"
+	if r.cfg.Strategy == rollout.StrategyOTA {
+		what = "upgraded nodes"
+	}
+	switch {
+	case halted:
+		s.Reason = fmt.Sprintf("%d %s failed (max-failed %d)", failed, what, d.MaxFailed)
+	case r.cfg.Paused:
+		s.Reason = rollout.PausedAnnotation + " is true"
+		s.HeldBack += admitted
+	case len(d.Waiting) > 0:
+		s.Reason = fmt.Sprintf("waiting for %d settled %s whose pod is unavailable", len(d.Waiting), plural(len(d.Waiting), "node", "nodes"))
+	}
+	return s
+}
+
+// shownFailures caches the failures as the status shows them: a sync builds
+// the status every time, and failures only ever grow, so the same count is
+// the same set.
+type shownFailures struct {
+	count int
+	shown rollout.FailedNodes
+	why   string
+}
+
+// shownFailures is the record's failures as the status shows them: the
+// count, and the first rollout.ShownNodes in name order with why.
+func (r *Rollout) shownFailures(failed int) rollout.FailedNodes {
+	r.describeFailures(failed)
+	return r.shown.shown
+}
+
+// FailureSummary names the failed nodes with why, for an event.
+func (r *Rollout) FailureSummary() string {
+	r.describeFailures(r.ledger.Failed())
+	return r.shown.why
+}
+
+func (r *Rollout) describeFailures(failed int) {
+	if r.shown.count == failed && (failed == 0 || r.shown.shown.Count == failed) {
+		return
+	}
+	names, why := r.ledger.FailedNodes()
+	shown := rollout.FailedNodes{Count: failed, Lost: r.ledger.Meta().LostFailures}
+	var b strings.Builder
+	for _, n := range names[:min(len(names), rollout.ShownNodes)] {
+		shown.Nodes = append(shown.Nodes, n)
+		if why[n] != "" {
+			if shown.Reasons == nil {
+				shown.Reasons = map[string]string{}
+			}
+			shown.Reasons[n] = why[n]
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(n)
+		if why[n] != "" {
+			b.WriteString(" (" + why[n] + ")")
+		}
+	}
+	if more := len(names) - len(shown.Nodes); more > 0 {
+		fmt.Fprintf(&b, "; and %d more", more)
+	}
+	if shown.Lost > 0 {
+		fmt.Fprintf(&b, "; and %d no longer in the rollout record", shown.Lost)
+	}
+	r.shown = shownFailures{count: failed, shown: shown, why: b.String()}
+}
+
+// NeedUpgrade is the PodNeedUpgrade condition the node's pod should carry:
+// False, naming the target, on a pod that runs it; on an out-of-date pod,
+// True on a node the controller offered the target (its ledger entry, never
+// the pod's own condition), False with why otherwise. durable reports whether
+// the node's offer is written in the record: a True is written on a pod only
+// then. ok is false when nothing should be written for now (an offer not
+// durable yet).
+func (r *Rollout) NeedUpgrade(d *Decision, pod *Pod, durable bool) (want Condition, ok bool) {
+	want = Condition{Status: "False", Message: podcondition.RevisionMessage(r.target.Hash)}
+	if r.target.UpToDate(pod) {
+		return want, true
+	}
+	entry, _ := r.ledger.Entry(pod.Node)
+	n := r.nodes[pod.Node]
+	switch {
+	case d.Status.Halted:
+		// Offers not taken yet are withdrawn.
+		want.Reason, want.Message = podcondition.ReasonRolloutHalted, podcondition.FailureMessage(r.target.Hash, "rollout halted: "+d.Status.Reason)
+	case entry.OfferedAt != nil && !durable:
+		// Offered, the record not written yet: wait for it.
+		return want, false
+	case entry.OfferedAt != nil:
+		// An offer made stands, paused or not.
+		want.Status = "True"
+	default:
+		// Held back by pause, selector or partition.
+		why := "held back by " + rollout.PartitionAnnotation
+		switch {
+		case r.cfg.Paused:
+			why = rollout.PausedAnnotation + " is true"
+		case n != nil && !n.eligible:
+			why = "node outside " + rollout.RolloutNodeSelectorAnnotation
+		}
+		want.Reason, want.Message = podcondition.ReasonNotOffered, podcondition.FailureMessage(r.target.Hash, why)
+	}
+	return want, true
+}
+
+// Offer is the channel entry (podchannel.Offer) that goes with the
+// PodNeedUpgrade condition of an out-of-date pod on the node: the target
+// revision's images (its own, not the DaemonSet's template, which a cache
+// may show a change ahead of its revision; templateImages serves a
+// revision whose data names none) and progress deadline, the first offer
+// and the upgrade deadline that follows, as the controller recorded them,
+// and the limit of holds. A copy for the agent to show: the controller never
+// reads it back.
+func (r *Rollout) Offer(node string, templateImages func() map[string]string) *podchannel.Offer {
+	o := &podchannel.Offer{Revision: r.target.Hash, Images: r.target.Images}
+	if o.Images == nil {
+		o.Images = templateImages()
+	}
+	if r.cfg.DeadlineSet {
+		o.ProgressDeadlineSeconds = int64(r.cfg.Deadline / time.Second)
+	}
+	if e, ok := r.ledger.Entry(node); ok && e.OfferedAt != nil {
+		o.OfferedAt = e.OfferedAt
+		if r.cfg.UpgradeDeadline > 0 {
+			o.UpgradeDeadline = &metav1.Time{Time: e.OfferedAt.Add(r.cfg.UpgradeDeadline)}
+		}
+	}
+	o.HoldLimit = &metav1.Time{Time: r.cfg.HoldLimit(r.ledger.Meta().TargetSince.Time)}
+	return o
+}
+
+func sortedNames(set map[string]bool) []string {
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

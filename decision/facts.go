@@ -1,0 +1,152 @@
+package decision
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/health"
+)
+
+// Target is the revision a rollout moves its DaemonSet's pods to: the
+// DaemonSet's newest ControllerRevision.
+type Target struct {
+	// Hash is the revision's hash, the controller-revision-hash label of
+	// its pods; Number its .revision. A rollback reuses a hash under a new
+	// number, which is a new rollout (a new record).
+	Hash   string
+	Number int64
+	// TemplateGeneration is the DaemonSet's template generation, by which
+	// a pod from before revision hashes is judged.
+	TemplateGeneration string
+	// Images maps each container of the revision's template to its image;
+	// nil when the revision's data names none.
+	Images map[string]string
+}
+
+// Same reports whether t and o are one target: the same hash under the same
+// number.
+func (t Target) Same(o Target) bool { return t.Hash == o.Hash && t.Number == o.Number }
+
+// UpToDate reports whether the pod runs the target: by its hash, or, for a
+// pod without one (created before hashes), by its template generation, as
+// the native controller decides it. A pod with a hash is judged by it alone:
+// the target comes from the ControllerRevisions, which a cache may show
+// before the DaemonSet whose stale generation would call every old pod up to
+// date.
+func (t Target) UpToDate(p *Pod) bool {
+	if p.Hash != "" {
+		return t.Hash != "" && p.Hash == t.Hash
+	}
+	return t.TemplateGeneration != "" && p.Generation == t.TemplateGeneration
+}
+
+// Node is what a decision reads of a Node.
+type Node struct {
+	// Name is the node's name.
+	Name string
+	// Exists is false for a node that left the cluster.
+	Exists bool
+	// Ready is health.NodeReady's answer; ReadyStatus the condition's
+	// status as it reads ("Unknown", or "missing"), for messages.
+	Ready       bool
+	ReadyStatus string
+	// Heartbeat is the Ready condition's lastHeartbeatTime, by the node's
+	// clock: its heartbeat when it has no Lease.
+	Heartbeat time.Time
+	// Labels are all the node's labels: rollout node selectors are
+	// arbitrary.
+	Labels map[string]string
+	// Zone is the time zone the node's windows are read in
+	// (edgeota.io/time-zone), nil when it names none; ZoneErr says why a
+	// zone it names is not one.
+	Zone    *time.Location
+	ZoneErr error
+}
+
+// Condition is an OTA pod condition as the controller wrote it, or as the
+// node rewrote it: Status is "" when the pod has none.
+type Condition struct {
+	Status, Reason, Message string
+}
+
+// Pod is what a decision reads of one DaemonSet pod, and what the
+// controller's writes compare against: the controller caches pods as these
+// records and nothing else.
+type Pod struct {
+	// Namespace, Name and UID identify the pod; ResourceVersion the state
+	// it was read in (a write made from it is seen once the cache moves
+	// past it).
+	Namespace, Name string
+	UID             types.UID
+	ResourceVersion string
+	// Owner is the UID of the DaemonSet controlling the pod.
+	Owner types.UID
+	// Node is the node the pod is bound to, or, while unbound, the node its
+	// required node affinity names (as the DaemonSet controller writes it);
+	// Bound tells which.
+	Node  string
+	Bound bool
+	// Hash is the controller-revision-hash label; Generation the
+	// pod-template-generation label, read only without a hash.
+	Hash, Generation string
+	// Created is the pod's creation.
+	Created time.Time
+	// Terminating: the pod has a deletionTimestamp; TerminatingSince is when
+	// its termination began (the timestamp less its grace period).
+	Terminating      bool
+	TerminatingSince time.Time
+	// Health is what the health rules read.
+	Health health.Pod
+	// Unscheduled, for an unbound pod the scheduler refused, is its
+	// PodScheduled=False reason and message ("Unschedulable: 0/20 nodes are
+	// available: ...").
+	Unscheduled string
+	// NeedUpgrade and ImageReady are the OTA conditions.
+	NeedUpgrade, ImageReady Condition
+	// HoldUntil is the end of the owner's hold on the pod (zero: none, or
+	// one that does not parse).
+	HoldUntil time.Time
+	// Offer, Challenge are hashes of the values of the controller's copies
+	// on the pod (podchannel.Hash; 0: absent), which it rewrites when they
+	// differ from what it holds; Answer is the agent's answer to a
+	// proof-of-life challenge, as it reads.
+	Offer, Challenge uint64
+	Answer           string
+}
+
+// NodeFacts is everything one judgement of a node reads, for one DaemonSet:
+// the node, the DaemonSet's pods there, and what this process knows that the
+// caches may not show yet.
+type NodeFacts struct {
+	Node Node
+	// Pods are the DaemonSet's pods on the node, terminating ones included.
+	Pods []*Pod
+	// Deleting is the UID of the old pod this process deleted there and its
+	// cache does not show deleted yet; "" when none.
+	Deleting types.UID
+	// LeaseRenewed is the latest renewal of the node's Lease seen, by the
+	// node's clock.
+	LeaseRenewed time.Time
+	// Answered is the UID of the pod whose proof-of-life challenge the node
+	// answered with the nonce this process issued; "" when none.
+	Answered types.UID
+	// Fit says whether the DaemonSet's template lets its pod run on the
+	// node (node selector, required affinity), and names a taint the
+	// template does not tolerate; read only for a node without a pod, so
+	// computed on demand. Nil: it fits.
+	Fit func() (selects bool, untolerated string)
+}
+
+// FactsFunc gathers the facts of one node.
+type FactsFunc func(node string) NodeFacts
+
+// ProvesAlive reports whether a heartbeat sent at sent proves a node alive
+// after its new pod settled at settled. A pod's conditions say when it
+// turned ready to the second only, while a Lease's renewTime has
+// microseconds: a renewal at 10.5 s may come before a pod that turned ready
+// at 10.7 s, shown as 10 s. Only a heartbeat from the next whole second on
+// is surely later. Both times are the node's clock.
+func ProvesAlive(sent, settled time.Time) bool {
+	return !sent.Before(settled.Truncate(time.Second).Add(time.Second))
+}

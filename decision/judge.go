@@ -1,0 +1,409 @@
+package decision
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
+)
+
+// State is where one node stands in the rollout of the target revision.
+type State int
+
+const (
+	// StateOld: Ready, running an available old pod; taken within budget.
+	StateOld State = iota
+	// StateOldDown: Ready, running an old pod that is not available. Its
+	// node counts against the budget; replacing the pod frees none.
+	StateOldDown
+	// StateInFlight: being upgraded, from the old pod's deletion until the
+	// new pod settled and the node proved alive since.
+	StateInFlight
+	// StateSettled: settled on the target revision, Ready, its pod
+	// available.
+	StateSettled
+	// StateSettledDown: settled on the target revision, Ready, its pod
+	// unavailable now (a restart, a power cycle, a crash after settling):
+	// never a failure, but it holds the budget as any Ready node with an
+	// unavailable pod does.
+	StateSettledDown
+	// StateFailed: failed for the target revision; it stands.
+	StateFailed
+	// StateSkipped: NotReady and not in flight (untouched, or offline after
+	// settling); upgraded when it returns.
+	StateSkipped
+	// StateGone: not a node of the DaemonSet (no pod, nothing in flight);
+	// never kept in a view.
+	StateGone
+
+	numStates = int(StateGone)
+)
+
+// String names the state as the status and logs do.
+func (s State) String() string {
+	names := [...]string{"old", "oldDown", "inFlight", "settled", "settledDown", "failed", "skipped", "gone"}
+	if int(s) < len(names) {
+		return names[s]
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// verdict is a node's judgement.
+type verdict struct {
+	state State
+	// why a node failed.
+	why string
+	// at is when the verdict changes by the clock alone, always after the
+	// judgement; zero when only an event can change it.
+	at time.Time
+	// awaitsProof: the new pod settled, the node has not proven since that
+	// it still reaches the API server; a heartbeat sent after proofAfter,
+	// or an answer to a challenge about pod proofPod, will.
+	awaitsProof bool
+	proofAfter  time.Time
+	proofPod    types.UID
+	// deleting: this process deleted the node's old pod, which the cache
+	// still shows running.
+	deleting bool
+	// updated: a skipped node that runs the target (settled, then went
+	// offline).
+	updated bool
+	// What the clock holds a candidate by: its owner's hold stands (until
+	// holdEnd), its node's window is closed (until opens), its node names
+	// an invalid zone, or, for OTA, its offer's deadline has not passed
+	// (only then may the controller upgrade it).
+	held, windowClosed, zoneInvalid, notDue bool
+	holdEnd, opens                          time.Time
+	// holdUntil is the owner's hold as the pod carries it, for the event
+	// that says it ended or reached its limit.
+	holdUntil time.Time
+}
+
+// takeable reports whether the rollout may replace the node's old pod now,
+// as far as the clock is concerned.
+func (v verdict) takeable() bool {
+	return !v.held && !v.windowClosed && !v.zoneInvalid && !v.notDue
+}
+
+// nodePods is what a judgement needs of one node's pods: its one live
+// up-to-date and one live out-of-date pod, and the newest terminating one.
+type nodePods struct {
+	newPod, oldPod *Pod
+	terminating    *Pod
+	several        bool // more than one live pod of a kind
+}
+
+// groupPods sorts one node's pods. Where a node has more than one pod of a
+// kind, the newest (then the last by name) stands for it, whatever order the
+// cache lists them in; a bound new pod tells more than an unbound one.
+func groupPods(target *Target, pods []*Pod) nodePods {
+	var np nodePods
+	sorted := slices.Clone(pods)
+	slices.SortFunc(sorted, func(a, b *Pod) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for _, pod := range sorted {
+		if pod.Terminating {
+			if np.terminating == nil || pod.TerminatingSince.After(np.terminating.TerminatingSince) {
+				np.terminating = pod
+			}
+			continue
+		}
+		if !target.UpToDate(pod) {
+			np.several = np.several || np.oldPod != nil
+			np.oldPod = pod
+			continue
+		}
+		switch {
+		case np.newPod == nil:
+			np.newPod = pod
+		case !np.newPod.Bound && pod.Bound:
+			np.newPod = pod // a bound one tells more
+		case pod.Bound:
+			np.several = true
+			np.newPod = pod
+		}
+	}
+	return np
+}
+
+// judgement is what one node is judged by, beyond its facts.
+type judgement struct {
+	cfg    *Settings
+	target *Target
+	ledger *Ledger
+	meta   Meta
+	// adopt: the record of the target is new to this controller (no meta
+	// found): a standing PodNeedUpgrade=True naming the target is adopted
+	// as an offer made now (an older edgeota's, or OpenYurt's).
+	adopt bool
+	now   time.Time
+}
+
+// judge applies the failure brake's rule to one node, and records in the
+// ledger what the judgement establishes (a failure, a node settled, an
+// in-flight entry started or ended). It reads only the node's facts and the
+// ledger, so a restarted controller judges every node exactly as its
+// predecessor did:
+//   - a failed node stays failed, a settled node stays settled: the brake
+//     judges the nodes in flight only;
+//   - a node running a new pod is in flight until health.Judge says the pod
+//     settled AND the node proved alive after it settled (a heartbeat, or
+//     its agent's answer to a challenge issued after); it fails when it
+//     leaves Ready, or when health.Judge fails the pod (crash loop at once,
+//     not available by the deadline after the pod's creation);
+//   - a node whose replacement exists but is not bound is in flight from
+//     the replacement's creation, and fails at the deadline, naming the
+//     scheduler's reason;
+//   - a node without a live pod is in flight only if its entry says this
+//     controller deleted its old pod (or, for OTA, saw an offered one
+//     terminate): it fails at the deadline from that deletion, "no
+//     replacement created"; one the current template no longer selects
+//     (node selector, affinity) is no node of the DaemonSet any more;
+//   - a NotReady node is never failed for lacking a pod of the revision: in
+//     flight it keeps its budget until it is Ready past the deadline;
+//     otherwise it is skipped.
+func (j *judgement) judge(name string, f *NodeFacts) verdict {
+	node := &f.Node
+	np := groupPods(j.target, f.Pods)
+	entry, hasEntry := j.ledger.Entry(name)
+	if hasEntry && entry.Stage == StageFailed {
+		// Failed for this revision, now or before: it stands, and holds
+		// the budget, even if the node recovered; its pod is left alone.
+		return verdict{state: StateFailed, why: entry.Reason}
+	}
+	if hasEntry && entry.Stage == StageSettled {
+		return j.settled(node, &np)
+	}
+	if j.adopt && !hasEntry && j.cfg.Strategy == rollout.StrategyOTA {
+		for _, p := range []*Pod{np.oldPod, np.terminating} {
+			if p != nil && !j.target.UpToDate(p) && offersTarget(p, j.target) {
+				// A standing offer this controller finds no entry for, on
+				// its first sight of the record (an older edgeota's, or
+				// OpenYurt's): adopted as made now.
+				entry, hasEntry = Entry{Stage: StageOffered, OfferedAt: timeOf(j.now)}, true
+				j.ledger.Set(name, entry, false)
+				break
+			}
+		}
+	}
+	deleting := f.Deleting != "" && np.oldPod != nil && np.oldPod.UID == f.Deleting
+	fail := func(why string) verdict {
+		j.ledger.Set(name, Entry{Stage: StageFailed, Reason: why, At: timeOf(j.now), OfferedAt: entry.OfferedAt}, true)
+		return verdict{state: StateFailed, why: why}
+	}
+	deadline := j.cfg.Deadline
+
+	switch {
+	case np.newPod != nil && np.newPod.Bound:
+		// A new pod runs here: in flight, settled or failed. Its creation
+		// starts the clock; an in-flight entry has done its work.
+		if hasEntry && entry.Stage == StageInFlight {
+			j.keepOffer(name, entry)
+		}
+		pod := np.newPod
+		v := health.Judge(&pod.Health, pod.Created, j.cfg.MinReadySeconds, deadline, j.now)
+		var settledAt time.Time
+		if v.State == health.Settled && np.oldPod == nil && !np.several {
+			settledAt = health.SettledAt(&pod.Health, j.cfg.MinReadySeconds)
+			if f.Answered == pod.UID || ProvesAlive(lastHeartbeat(f), settledAt) {
+				j.ledger.Set(name, Entry{Stage: StageSettled, At: timeOf(j.now), OfferedAt: entry.OfferedAt}, false)
+				return j.settled(node, &np)
+			}
+		}
+		if !node.Ready {
+			return fail(fmt.Sprintf("NotReady after the upgrade (Ready=%s)", readyStatus(node)))
+		}
+		if v.State == health.Failed {
+			return fail(fmt.Sprintf("%s: %s", v.Reason, v.Message))
+		}
+		out := verdict{state: StateInFlight, awaitsProof: v.State == health.Settled && np.oldPod == nil && !np.several,
+			proofAfter: settledAt, proofPod: pod.UID}
+		if !out.awaitsProof {
+			out.proofAfter, out.proofPod = time.Time{}, ""
+		}
+		if v.Recheck > 0 {
+			out.at = j.now.Add(v.Recheck)
+		}
+		return out
+
+	case np.newPod != nil:
+		// The replacement exists but is not bound: in flight from its
+		// creation, failed at the deadline if the scheduler never places it.
+		if hasEntry && entry.Stage == StageInFlight {
+			j.keepOffer(name, entry)
+		}
+		return j.podless(np.newPod.Created, node.Ready, unscheduledWhy(np.newPod), fail)
+
+	case deleting:
+		// Deleted by this process, still running in a lagging cache: in
+		// flight, and not to be deleted again.
+		return verdict{state: StateInFlight, deleting: true}
+
+	case np.oldPod != nil:
+		// An old pod runs here: a candidate if Ready and available.
+		if !node.Ready {
+			return verdict{state: StateSkipped}
+		}
+		v := verdict{state: StateOld}
+		if ok, wait := health.PodAvailable(&np.oldPod.Health, j.cfg.MinReadySeconds, j.now); !ok {
+			v.state = StateOldDown
+			if wait > 0 {
+				v.at = j.now.Add(wait)
+			}
+		}
+		j.clockHolds(&v, node, np.oldPod, entry)
+		return v
+
+	case np.terminating != nil:
+		// Only a terminating pod: its replacement is on the way, or never
+		// comes. For OTA, an offered pod terminating is its owner's
+		// upgrade: in flight from now on, recorded so that a restarted
+		// controller knows.
+		inFlight := hasEntry && entry.Stage == StageInFlight
+		if !inFlight && j.cfg.Strategy == rollout.StrategyOTA && hasEntry && entry.Stage == StageOffered {
+			entry = Entry{Stage: StageInFlight, Pod: np.terminating.UID, Since: timeOf(np.terminating.TerminatingSince), OfferedAt: entry.OfferedAt}
+			j.ledger.Set(name, entry, true)
+			inFlight = true
+		}
+		if !inFlight {
+			if !node.Ready {
+				// Untouched by this rollout, on a node that cannot confirm
+				// the termination: skipped.
+				return verdict{state: StateSkipped}
+			}
+			return verdict{state: StateInFlight}
+		}
+		since := np.terminating.TerminatingSince
+		if entry.Since != nil {
+			since = entry.Since.Time
+		}
+		return j.podless(since, node.Ready, "no replacement created", fail)
+
+	case hasEntry && entry.Stage == StageInFlight:
+		// No pod at all, and this controller took the node's old pod away
+		// (or is about to: an entry written ahead, whose pod is gone).
+		if !node.Exists {
+			j.ledger.Forget(name) // the node left the cluster
+			return verdict{state: StateGone}
+		}
+		selects, taint := true, ""
+		if f.Fit != nil {
+			selects, taint = f.Fit()
+		}
+		if !selects {
+			// The DaemonSet no longer runs here: neither in flight nor
+			// failed.
+			j.ledger.Forget(name)
+			return verdict{state: StateGone}
+		}
+		if entry.Since == nil {
+			// No controller saw the termination: the clock starts now,
+			// recorded so that it does not start again.
+			entry.Since = timeOf(j.now)
+			j.ledger.Set(name, entry, false)
+		}
+		why := "no replacement created"
+		if taint != "" {
+			why += fmt.Sprintf(" (taint %s not tolerated)", taint)
+		}
+		return j.podless(entry.Since.Time, node.Ready, why, fail)
+
+	default:
+		if hasEntry && entry.Stage == StageOffered && !node.Exists {
+			j.ledger.Forget(name)
+		}
+		return verdict{state: StateGone}
+	}
+}
+
+// settled judges a node whose entry says it settled: final for the
+// revision. It counts against the budget while Ready with its pod
+// unavailable, and is skipped (upgraded) while NotReady.
+func (j *judgement) settled(node *Node, np *nodePods) verdict {
+	if !node.Ready {
+		return verdict{state: StateSkipped, updated: true}
+	}
+	if np.newPod == nil || !np.newPod.Bound {
+		return verdict{state: StateSettledDown}
+	}
+	ok, wait := health.PodAvailable(&np.newPod.Health, j.cfg.MinReadySeconds, j.now)
+	if ok {
+		return verdict{state: StateSettled}
+	}
+	v := verdict{state: StateSettledDown}
+	if wait > 0 {
+		v.at = j.now.Add(wait)
+	}
+	return v
+}
+
+// keepOffer ends an in-flight entry whose node runs its new pod: what stays
+// is the first offer, if there was one.
+func (j *judgement) keepOffer(name string, e Entry) {
+	if e.OfferedAt != nil {
+		j.ledger.Set(name, Entry{Stage: StageOffered, OfferedAt: e.OfferedAt}, false)
+		return
+	}
+	j.ledger.Clear(name)
+}
+
+// podless judges a node in flight without a running pod of the revision
+// since since: failed once the deadline passed while it is Ready, in flight
+// until then, and in flight as long as it is NotReady (no pod of the
+// revision ran there, so its going offline proves nothing).
+func (j *judgement) podless(since time.Time, ready bool, why string, fail func(string) verdict) verdict {
+	if !ready {
+		return verdict{state: StateInFlight}
+	}
+	end := since.Add(j.cfg.Deadline)
+	if !j.now.Before(end) {
+		return fail(fmt.Sprintf("%s within %s", why, j.cfg.Deadline))
+	}
+	return verdict{state: StateInFlight, at: end}
+}
+
+// offersTarget reports whether the pod carries PodNeedUpgrade True naming the
+// target: read only to adopt the offers of an older controller, never as
+// this controller's own.
+func offersTarget(pod *Pod, target *Target) bool {
+	if pod.NeedUpgrade.Status != "True" {
+		return false
+	}
+	rev, ok := podcondition.Revision(pod.NeedUpgrade.Message)
+	return ok && rev == target.Hash
+}
+
+// unscheduledWhy says why a replacement is not bound: the scheduler's
+// PodScheduled=False reason and message, as `kubectl describe` shows them.
+func unscheduledWhy(pod *Pod) string {
+	if pod.Unscheduled == "" {
+		return "replacement " + pod.Name + " not scheduled"
+	}
+	return "replacement " + pod.Name + " not scheduled: " + pod.Unscheduled
+}
+
+// lastHeartbeat is the node's latest heartbeat: its Lease's renewal, or its
+// Ready condition's lastHeartbeatTime, the later.
+func lastHeartbeat(f *NodeFacts) time.Time {
+	if f.Node.Heartbeat.After(f.LeaseRenewed) {
+		return f.Node.Heartbeat
+	}
+	return f.LeaseRenewed
+}
+
+func readyStatus(node *Node) string {
+	if !node.Exists || node.ReadyStatus == "" {
+		return "missing"
+	}
+	return node.ReadyStatus
+}

@@ -1,0 +1,267 @@
+package decision
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Stage is where one node stands in the rollout of the target revision, as
+// the controller records it.
+type Stage string
+
+const (
+	// StageOffered (OTA): the controller offered the target to the node's
+	// owner at OfferedAt.
+	StageOffered Stage = "offered"
+	// StageInFlight: the controller deletes, or deleted, the node's old pod
+	// (Pod), or saw an offered one terminate, at Since (nil: written ahead
+	// of the deletion, the old pod still a candidate). Until the node runs a
+	// pod of the revision it holds the budget, and fails at the deadline.
+	StageInFlight Stage = "inFlight"
+	// StageSettled: the node's pod of the revision settled and the node
+	// proved alive since, at At. Final for the revision: whatever the node
+	// does later (a power cycle, a restart, a crash) is never a failure of
+	// this rollout.
+	StageSettled Stage = "settled"
+	// StageFailed: the node failed for the revision at At, for Reason. It
+	// stands, and holds the budget, even if the node recovers.
+	StageFailed Stage = "failed"
+)
+
+// Entry is one node's entry in the rollout record: the controller's own state,
+// never a node's claim.
+type Entry struct {
+	Stage Stage `json:"state"`
+	// Reason says why a failed node failed.
+	Reason string `json:"reason,omitempty"`
+	// At is when the node failed, or settled.
+	At *metav1.Time `json:"at,omitempty"`
+	// Pod is, in flight, the UID of the old pod deleted.
+	Pod types.UID `json:"pod,omitempty"`
+	// Since is, in flight, when the deletion was issued (or the pod was
+	// first seen terminating, or the node first seen without a pod): the
+	// start of the deadline while no replacement exists. Nil: written ahead
+	// of the deletion.
+	Since *metav1.Time `json:"since,omitempty"`
+	// OfferedAt is, for OTA, when the controller first offered the target
+	// to the node: its upgrade deadline counts from it. Kept through the
+	// later stages.
+	OfferedAt *metav1.Time `json:"offeredAt,omitempty"`
+}
+
+// Valid reports whether an entry read back from the cluster is one the
+// controller writes.
+func (e *Entry) Valid() bool {
+	switch e.Stage {
+	case StageOffered:
+		return e.OfferedAt != nil
+	case StageInFlight, StageFailed:
+		return true
+	case StageSettled:
+		return e.At != nil
+	}
+	return false
+}
+
+// Rank orders the stages a node passes through, for a record that holds
+// two entries of one node (a stage that moved between ConfigMaps, the old
+// one not removed yet): the later stage wins.
+func (s Stage) Rank() int {
+	switch s {
+	case StageOffered:
+		return 1
+	case StageInFlight:
+		return 2
+	case StageSettled:
+		return 3
+	case StageFailed:
+		return 4
+	}
+	return 0
+}
+
+// Meta is what the record holds about the rollout itself.
+type Meta struct {
+	// TargetSince is when the controller first saw the revision as the
+	// target: the hold limit counts from it. Not the ControllerRevision's
+	// creation, which `kubectl rollout undo` keeps.
+	TargetSince metav1.Time `json:"targetSince"`
+	// LostFailures counts failures the controller once published (in the
+	// rollout status) that the record no longer holds: counted, unnamed.
+	LostFailures int `json:"lostFailures,omitempty"`
+}
+
+// Ledger is the rollout record of one DaemonSet's target revision as the
+// controller holds it: the truth while this process leads, rebuilt from the
+// cluster (package record) when it starts. Each change is reported to the
+// Changed hook, which persists it.
+type Ledger struct {
+	mu      sync.Mutex
+	entries map[string]Entry
+	failed  int
+	meta    Meta
+	// Changed, set by the persistence, is called with every changed node
+	// (and "" for the meta) and whether the change must be written before
+	// the controller acts again; under no lock of the ledger's.
+	Changed func(node string, urgent bool)
+}
+
+// NewLedger returns a ledger holding entries and meta, as read back from the
+// cluster.
+func NewLedger(entries map[string]Entry, meta Meta) *Ledger {
+	l := &Ledger{entries: map[string]Entry{}, meta: meta}
+	for node, e := range entries {
+		l.entries[node] = e
+		if e.Stage == StageFailed {
+			l.failed++
+		}
+	}
+	return l
+}
+
+// Entry returns the node's entry.
+func (l *Ledger) Entry(node string) (Entry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[node]
+	return e, ok
+}
+
+// Nodes returns the nodes the ledger has entries for.
+func (l *Ledger) Nodes() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Collect(maps.Keys(l.entries))
+}
+
+// Entries returns a copy of every entry.
+func (l *Ledger) Entries() map[string]Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.entries)
+}
+
+// Meta returns the record's meta.
+func (l *Ledger) Meta() Meta {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.meta
+}
+
+// Failed is how many nodes failed, counted exactly however many, the lost
+// failures included.
+func (l *Ledger) Failed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed + l.meta.LostFailures
+}
+
+// FailedNodes returns the failed nodes in name order with why.
+func (l *Ledger) FailedNodes() (names []string, why map[string]string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	why = make(map[string]string, l.failed)
+	for node, e := range l.entries {
+		if e.Stage == StageFailed {
+			names = append(names, node)
+			why[node] = e.Reason
+		}
+	}
+	slices.Sort(names)
+	return names, why
+}
+
+// maxReason bounds the reason kept for a failed node, enough for a
+// scheduler's message; the node's name is always kept whole.
+const maxReason = 400
+
+// Set records the node's entry. A failure stands: nothing replaces it; a
+// settled node is final: only a failure (never judged of it) could replace it.
+func (l *Ledger) Set(node string, e Entry, urgent bool) {
+	l.mu.Lock()
+	old, had := l.entries[node]
+	switch {
+	case had && old.Stage == StageFailed:
+		l.mu.Unlock()
+		return
+	case had && old.Stage == StageSettled && e.Stage != StageFailed:
+		l.mu.Unlock()
+		return
+	}
+	if e.Stage == StageFailed {
+		l.failed++
+		if len(e.Reason) > maxReason {
+			e.Reason = e.Reason[:maxReason] + "…"
+		}
+	}
+	l.entries[node] = e
+	changed := l.Changed
+	l.mu.Unlock()
+	if changed != nil {
+		changed(node, urgent)
+	}
+}
+
+// Clear removes the node's entry unless it failed or settled, which stand.
+func (l *Ledger) Clear(node string) {
+	l.mu.Lock()
+	e, ok := l.entries[node]
+	if !ok || e.Stage == StageFailed || e.Stage == StageSettled {
+		l.mu.Unlock()
+		return
+	}
+	delete(l.entries, node)
+	changed := l.Changed
+	l.mu.Unlock()
+	if changed != nil {
+		changed(node, false)
+	}
+}
+
+// Forget removes the node's entry whatever it is: the node left the cluster,
+// or the DaemonSet no longer runs there.
+func (l *Ledger) Forget(node string) {
+	l.mu.Lock()
+	e, ok := l.entries[node]
+	if !ok {
+		l.mu.Unlock()
+		return
+	}
+	if e.Stage == StageFailed {
+		// A failure is counted for ever, even once its node is gone: a
+		// fleet the version broke does not get its budget back by losing
+		// the nodes.
+		l.mu.Unlock()
+		return
+	}
+	delete(l.entries, node)
+	changed := l.Changed
+	l.mu.Unlock()
+	if changed != nil {
+		changed(node, false)
+	}
+}
+
+// SetMeta records the record's meta.
+func (l *Ledger) SetMeta(m Meta, urgent bool) {
+	l.mu.Lock()
+	if l.meta == m {
+		l.mu.Unlock()
+		return
+	}
+	l.meta = m
+	changed := l.Changed
+	l.mu.Unlock()
+	if changed != nil {
+		changed("", urgent)
+	}
+}
+
+// timeOf is a record time: whole seconds, as the record keeps them, so that
+// a controller that reads them back computes the same deadlines.
+func timeOf(t time.Time) *metav1.Time { return &metav1.Time{Time: t.Truncate(time.Second)} }

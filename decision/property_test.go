@@ -1,0 +1,262 @@
+package decision
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/rollout"
+	"github.com/edgeota/edgeota/window"
+)
+
+// TestIncrementalEqualsRebuilt drives a DaemonSet's nodes through random
+// sequences of events, each marking the node it changed dirty as the
+// controller's handlers do, and checks after every refresh that the
+// incremental Rollout equals one built afresh from the same facts and
+// ledger at the same instant (counts, ordered candidates, timers, every
+// node's verdict), and that no timer is ever set at or before the instant
+// it was set: a verdict's next change is always in the future, so nothing
+// spins.
+func TestIncrementalEqualsRebuilt(t *testing.T) {
+	for seed := range uint64(60) {
+		for _, strategy := range []rollout.Strategy{rollout.StrategyAdvancedRollingUpdate, rollout.StrategyOTA} {
+			t.Run(fmt.Sprintf("%s/seed-%d", strategy, seed), func(t *testing.T) {
+				runEvents(t, strategy, rand.New(rand.NewPCG(seed, 17)), 80)
+			})
+		}
+	}
+}
+
+func runEvents(t *testing.T, strategy rollout.Strategy, r *rand.Rand, steps int) {
+	annotations := map[string]string{rollout.MaxUnavailableAnnotation: "3", rollout.ProgressDeadlineAnnotation: "30"}
+	if r.IntN(3) == 0 {
+		annotations[rollout.PartitionAnnotation] = fmt.Sprint(r.IntN(5))
+	}
+	if r.IntN(3) == 0 {
+		annotations[rollout.RolloutNodeSelectorAnnotation] = "fleet!=b"
+	}
+	if r.IntN(3) == 0 {
+		annotations[rollout.MaintenanceWindowAnnotation] = "daily 12:02-12:05; daily 12:07-12:09 Asia/Tokyo"
+	}
+	if r.IntN(2) == 0 {
+		annotations[rollout.UpgradeDeadlineAnnotation] = fmt.Sprint(20 + r.IntN(70))
+		annotations[rollout.MaxHoldAnnotation] = "7200"
+	}
+	if r.IntN(4) == 0 {
+		annotations[rollout.MaxFailedAnnotation] = "2"
+	}
+	w := newWorld(t, 10, strategy, annotations)
+	w.cfg.MinReadySeconds = int32(r.IntN(3))
+	for name, n := range w.nodes {
+		if r.IntN(4) == 0 {
+			n.Ready, n.ReadyStatus = false, "Unknown"
+		}
+		if r.IntN(5) == 0 {
+			w.pods[name][0].NeedUpgrade = offeredCondition() // an older edgeota's offer, or a forgery
+		}
+	}
+	w.build(r.IntN(2) == 0)
+	for step := range steps {
+		what := w.step(r)
+		if r.IntN(3) != 0 {
+			continue
+		}
+		w.refresh()
+		w.checkAgainstRebuild(t, step, what)
+		w.r.Decide(w.now)
+		w.checkTimers(t, step, what)
+		for _, take := range w.r.Decide(w.now).Delete {
+			w.ledger.TakeAhead(take.Node, take.Pod)
+			w.ledger.Taken(take.Node, take.Pod, w.now)
+			w.deleting[take.Node] = take.Pod.UID
+			w.dirty[take.Node] = true
+		}
+		if r.IntN(2) == 0 {
+			w.deliverDeletions()
+		}
+	}
+}
+
+// checkAgainstRebuild compares the Rollout with one built afresh now from
+// the same facts and a copy of the ledger.
+func (w *world) checkAgainstRebuild(t *testing.T, step int, what string) {
+	t.Helper()
+	fresh := New(w.cfg, w.target, NewLedger(w.ledger.Entries(), w.ledger.Meta()), false)
+	fresh.Build(w.now, slices.Collect(maps.Keys(w.pods)), w.facts)
+	if diff := cmp.Diff(snapshotOf(fresh), snapshotOf(w.r)); diff != "" {
+		t.Fatalf("after step %d (%s): incremental differs from a rebuild (-rebuild +incremental):\n%s", step, what, diff)
+	}
+}
+
+// checkTimers fails on a timer at or before now.
+func (w *world) checkTimers(t *testing.T, step int, what string) {
+	t.Helper()
+	for name, n := range w.r.nodes {
+		if !n.verdict.at.IsZero() && !n.verdict.at.After(w.now) {
+			t.Fatalf("after step %d (%s): node %s's timer at %s, not after now %s", step, what, name, n.verdict.at, w.now)
+		}
+	}
+	if next := w.r.NextChange(); !next.IsZero() && !next.After(w.now) {
+		t.Fatalf("after step %d (%s): the next change at %s, not after now %s", step, what, next, w.now)
+	}
+}
+
+// step makes one random change, marks what it touched dirty, and says what
+// it was.
+func (w *world) step(r *rand.Rand) string {
+	node := fmt.Sprintf("node-%d", r.IntN(len(w.nodes)))
+	pods := w.pods[node]
+	anyPod := func() *Pod {
+		if len(pods) == 0 {
+			return nil
+		}
+		return pods[r.IntN(len(pods))]
+	}
+	change := func(p *Pod, f func(*Pod)) {
+		q := *p
+		f(&q)
+		w.seq++
+		q.ResourceVersion = fmt.Sprint(w.seq)
+		for i := range w.pods[node] {
+			if w.pods[node][i] == p {
+				w.pods[node][i] = &q
+			}
+		}
+		w.dirty[node] = true
+	}
+	switch r.IntN(13) {
+	case 0:
+		w.advance(time.Duration(r.IntN(40)) * time.Second)
+		return "time passes"
+	case 1:
+		w.setNode(node, func(n *Node) {
+			n.Ready = !n.Ready
+			n.ReadyStatus = map[bool]string{true: "True", false: "Unknown"}[n.Ready]
+			n.Heartbeat = w.now
+		})
+		return "readiness of " + node
+	case 2:
+		w.heartbeat(node, w.now.Add(time.Second))
+		return "heartbeat of " + node
+	case 3:
+		w.setNode(node, func(n *Node) { n.Labels = map[string]string{"fleet": []string{"a", "b"}[r.IntN(2)]} })
+		return "labels of " + node
+	case 4:
+		p := w.pod(node, newHash, false)
+		p.Created = w.now
+		switch r.IntN(4) {
+		case 0:
+		case 1:
+			crashLoop(p)
+		case 2:
+			p.Bound, p.Unscheduled = false, "Unschedulable: 0/10 nodes are available"
+		default:
+			setReady(p, true, w.now)
+		}
+		w.pods[node] = append(w.pods[node], p)
+		w.dirty[node] = true
+		return "replacement on " + node
+	case 5:
+		if p := anyPod(); p != nil {
+			change(p, func(q *Pod) { setReady(q, r.IntN(2) == 0, w.now) })
+			return "readiness of pod " + p.Name
+		}
+	case 6:
+		if p := anyPod(); p != nil {
+			w.pods[node] = slices.DeleteFunc(w.pods[node], func(q *Pod) bool { return q == p })
+			w.dirty[node] = true
+			return "pod " + p.Name + " gone"
+		}
+	case 7:
+		if p := anyPod(); p != nil && !p.Terminating {
+			change(p, func(q *Pod) { q.Terminating, q.TerminatingSince = true, w.now })
+			return "pod " + p.Name + " terminating"
+		}
+	case 8:
+		if p := anyPod(); p != nil && !p.Bound {
+			change(p, func(q *Pod) { q.Bound, q.Unscheduled = true, ""; setReady(q, true, w.now) })
+			return "pod " + p.Name + " bound"
+		}
+	case 9:
+		if p := anyPod(); p != nil {
+			change(p, func(q *Pod) {
+				if q.HoldUntil.IsZero() {
+					q.HoldUntil = w.now.Add(time.Duration(1+r.IntN(120)) * time.Second)
+				} else {
+					q.HoldUntil = time.Time{}
+				}
+			})
+			return "hold on pod " + p.Name
+		}
+	case 10:
+		zone := []string{"Asia/Tokyo", "America/New_York", "UTC", "Nowhere/Land"}[r.IntN(4)]
+		w.setNode(node, func(n *Node) {
+			n.Zone, n.ZoneErr = window.NodeZone(map[string]string{rollout.NodeTimeZoneAnnotation: zone})
+		})
+		return "zone of " + node
+	case 11:
+		if p := anyPod(); p != nil {
+			w.answer[node] = []types.UID{p.UID, "stranger"}[r.IntN(2)]
+			w.dirty[node] = true
+			return "an answer on " + node
+		}
+	case 12:
+		if p := anyPod(); p != nil && p.Hash == oldHash {
+			change(p, func(q *Pod) { q.NeedUpgrade = offeredCondition() })
+			return "a node writes PodNeedUpgrade=True on " + p.Name
+		}
+	}
+	return "nothing"
+}
+
+// snapshot is a Rollout in a comparable form.
+type snapshot struct {
+	Nodes                           map[string]nodeSnapshot
+	Counts                          [numStates]int
+	SkippedUpdated, Eligible, Taken int
+	Outside, ZoneInvalid            int
+	Olds, Takeable, Unoffered       []string
+	Downs, HeldNodes, SettledDown   map[string]bool
+	Awaiting                        map[string]Awaiting
+	Held, Waiting, Offered          map[time.Time]int
+	NextChange                      time.Time
+}
+
+type nodeSnapshot struct {
+	State                                                State
+	Why                                                  string
+	At, ProofAfter, HoldEnd, Opens, HoldUntil, OfferedAt time.Time
+	ProofPod                                             types.UID
+	AwaitsProof, Deleting, Updated                       bool
+	Held, WindowClosed, ZoneInvalid, NotDue              bool
+	Eligible, Taken, Old, Takeable, Down, Unoffered      bool
+	OldPod                                               types.UID
+}
+
+func snapshotOf(r *Rollout) snapshot {
+	s := snapshot{Nodes: map[string]nodeSnapshot{}, Counts: r.counts, SkippedUpdated: r.skippedUpdated, Eligible: r.eligible,
+		Taken: r.taken, Outside: r.outside, ZoneInvalid: r.zoneInvalid, Downs: maps.Clone(r.downs), HeldNodes: maps.Clone(r.heldNodes),
+		SettledDown: maps.Clone(r.settledDown), Awaiting: maps.Clone(r.awaiting), Held: maps.Clone(r.held),
+		Waiting: maps.Clone(r.waiting), Offered: maps.Clone(r.offered), NextChange: r.NextChange()}
+	for name, n := range r.nodes {
+		v := n.verdict
+		ns := nodeSnapshot{State: v.state, Why: v.why, At: v.at, ProofAfter: v.proofAfter, HoldEnd: v.holdEnd, Opens: v.opens,
+			HoldUntil: v.holdUntil, OfferedAt: n.offeredAt, ProofPod: v.proofPod, AwaitsProof: v.awaitsProof, Deleting: v.deleting,
+			Updated: v.updated, Held: v.held, WindowClosed: v.windowClosed, ZoneInvalid: v.zoneInvalid, NotDue: v.notDue,
+			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable, Down: n.down, Unoffered: n.unoffered}
+		if n.oldPod != nil {
+			ns.OldPod = n.oldPod.UID
+		}
+		s.Nodes[name] = ns
+	}
+	r.olds.Ascend(func(n string) bool { s.Olds = append(s.Olds, n); return true })
+	r.takeable.Ascend(func(n string) bool { s.Takeable = append(s.Takeable, n); return true })
+	r.unoffered.Ascend(func(n string) bool { s.Unoffered = append(s.Unoffered, n); return true })
+	return s
+}

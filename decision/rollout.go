@@ -1,0 +1,458 @@
+package decision
+
+import (
+	"container/heap"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/google/btree"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/rollout"
+)
+
+// A rollout's cost must follow what changes, not the size of the fleet: a
+// 1,000-node rollout syncs its DaemonSet about 800 times, and judging every
+// node at every sync made it O(nodes × syncs). So a Rollout keeps, per node,
+// its verdict, and the counts and ordered sets a decision needs, and updates
+// them from events:
+//   - the controller marks a node dirty on an event about its pods, the node,
+//     its heartbeats or its deletions;
+//   - Refresh judges again the dirty nodes and those whose verdict the clock
+//     changes now (a timer per node: deadlines, minReadySeconds, windows,
+//     holds), then Decide decides from the counts and the ordered sets;
+//   - a change to the DaemonSet itself (its template, annotations, target)
+//     builds a new Rollout over the same ledger, as a fresh controller does.
+//
+// Invariants, checked by TestIncrementalEqualsRebuilt over random event
+// orders: after Refresh, the Rollout equals the one Build computes from the
+// same facts and ledger at the same instant; and no timer is set at or
+// before the instant it was set (nothing spins).
+
+// Rollout is one DaemonSet's rollout of its target revision: every node's
+// verdict, and the aggregates the decision reads. Not safe for concurrent
+// use: the controller holds its DaemonSet's lock around each call.
+type Rollout struct {
+	cfg    Settings
+	target Target
+	ledger *Ledger
+	adopt  bool
+
+	nodes map[string]*nodeInfo
+	// counts of nodes per state, and of the skipped ones running the
+	// target (settled, then went offline).
+	counts         [numStates]int
+	skippedUpdated int
+	// eligible counts the nodes the rollout may touch (the node selector);
+	// taken those of them on, or moving to, the target revision, or
+	// offered it: the partition's quota is eligible - partition - taken.
+	eligible, taken int
+	// outside counts the candidates the node selector leaves out.
+	outside int
+	// olds are the eligible nodes whose old pod the rollout may replace, in
+	// name order (the partition takes nodes in that order): Ready, an old
+	// pod, not in flight or failed.
+	olds *btree.BTreeG[string]
+	// takeable are the olds with an available old pod that nothing holds
+	// back by the clock, in name order; downs those whose old pod is down
+	// anyway.
+	takeable *btree.BTreeG[string]
+	// takeableChanges counts the insertions into takeable and removals
+	// from it: unchanged, the next wave's nodes are those seen last.
+	takeableChanges uint64
+	downs           map[string]bool
+	// timers are the nodes whose verdict the clock changes, by when.
+	timers timerHeap
+	// awaiting are the nodes waiting for a proof of life.
+	awaiting map[string]Awaiting
+	// held, waiting count the candidates the clock holds (by the end of
+	// their hold, the opening of their window); zoneInvalid those whose node
+	// names an invalid zone; heldNodes names the held.
+	held, waiting timeCounts
+	zoneInvalid   int
+	heldNodes     map[string]bool
+	// settledDown names the settled nodes whose pod is down while Ready.
+	settledDown map[string]bool
+	// offered counts, for OTA, the standing offers not taken yet, by their
+	// first offer; unoffered are the eligible nodes with a live old pod
+	// and no offer, in name order (the partition offers in that order).
+	offered   timeCounts
+	unoffered *btree.BTreeG[string]
+	// shown caches the failures as the status shows them, by count.
+	shown shownFailures
+	// notices are what the last Refresh saw change, for events.
+	notices []Notice
+	// ahead is what the last Decide wrote ahead (see Decide).
+	ahead aheadMark
+}
+
+// Awaiting is a node waiting for its proof of life: a heartbeat sent after
+// After, or its agent's answer to a challenge about Pod.
+type Awaiting struct {
+	After time.Time
+	Pod   types.UID
+}
+
+// nodeInfo is what the Rollout knows of one node.
+type nodeInfo struct {
+	name    string
+	verdict verdict
+	// oldPod is the out-of-date pod a decision may replace or offer.
+	oldPod *Pod
+	// offeredAt is, for OTA, when the node's standing offer was first made
+	// (zero when it has none, or runs the target); unoffered: an eligible
+	// node with a live old pod and no offer yet.
+	offeredAt time.Time
+	unoffered bool
+	// Memberships, kept so that a node's change is undone in O(1).
+	eligible, taken, old, takeable, down bool
+	timerAt                              time.Time
+}
+
+// New returns the Rollout of target under cfg over ledger, empty until Build.
+// adopt says the record is new to this controller: standing offers it finds
+// are adopted (see judge).
+func New(cfg Settings, target Target, ledger *Ledger, adopt bool) *Rollout {
+	less := func(a, b string) bool { return a < b }
+	return &Rollout{cfg: cfg, target: target, ledger: ledger, adopt: adopt, nodes: map[string]*nodeInfo{},
+		olds: btree.NewG(16, less), takeable: btree.NewG(16, less), downs: map[string]bool{},
+		awaiting: map[string]Awaiting{}, held: timeCounts{}, waiting: timeCounts{}, heldNodes: map[string]bool{},
+		settledDown: map[string]bool{}, offered: timeCounts{}, unoffered: btree.NewG(16, less)}
+}
+
+// Settings returns the settings the Rollout decides by.
+func (r *Rollout) Settings() *Settings { return &r.cfg }
+
+// Target returns the revision rolled out.
+func (r *Rollout) Target() *Target { return &r.target }
+
+// Ledger returns the record the Rollout judges by.
+func (r *Rollout) Ledger() *Ledger { return r.ledger }
+
+// Build judges every node: nodes (those with a pod of the DaemonSet, and
+// those this process is deleting on), and those the ledger names. It returns
+// what deserves an event.
+func (r *Rollout) Build(now time.Time, nodes []string, facts FactsFunc) []Notice {
+	all := map[string]bool{}
+	for _, n := range nodes {
+		all[n] = true
+	}
+	for _, n := range r.ledger.Nodes() {
+		all[n] = true
+	}
+	r.notices = r.notices[:0]
+	j := r.judgement(now)
+	for _, n := range slices.Sorted(maps.Keys(all)) {
+		r.rejudge(j, n, facts)
+	}
+	// Standing offers are adopted once, at the first sight of a new record:
+	// a PodNeedUpgrade=True written later is a node's claim, not an offer.
+	r.adopt = false
+	return r.notices
+}
+
+// Refresh brings the Rollout up to date at now: the dirty nodes, and those
+// whose timer is due, are judged again. It returns what changed that
+// deserves an event.
+func (r *Rollout) Refresh(now time.Time, dirty map[string]bool, facts FactsFunc) []Notice {
+	r.notices = r.notices[:0]
+	due := map[string]bool{}
+	for r.timers.Len() > 0 && !r.timers[0].at.After(now) {
+		e := heap.Pop(&r.timers).(timerEntry)
+		if n, ok := r.nodes[e.node]; ok && n.timerAt.Equal(e.at) {
+			n.timerAt = time.Time{}
+			due[e.node] = true
+		}
+	}
+	j := r.judgement(now)
+	for _, n := range slices.Sorted(maps.Keys(dirty)) {
+		r.rejudge(j, n, facts)
+		delete(due, n)
+	}
+	for _, n := range slices.Sorted(maps.Keys(due)) {
+		r.rejudge(j, n, facts)
+	}
+	return r.notices
+}
+
+func (r *Rollout) judgement(now time.Time) *judgement {
+	return &judgement{cfg: &r.cfg, target: &r.target, ledger: r.ledger, meta: r.ledger.Meta(), adopt: r.adopt, now: now}
+}
+
+// rejudge judges one node again and replaces what the Rollout held for it.
+func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
+	f := facts(name)
+	old, had := r.nodes[name]
+	if had {
+		r.remove(old)
+	}
+	v := j.judge(name, &f)
+	np := groupPods(&r.target, f.Pods)
+	if had && old.verdict.held && !v.held && np.oldPod != nil && old.oldPod != nil &&
+		np.oldPod.UID == old.oldPod.UID && !j.now.Before(old.verdict.holdEnd) {
+		// The clock ended the hold: an event, on the transition only.
+		r.notices = append(r.notices, Notice{Kind: NoticeHoldEnded, Node: name, Pod: np.oldPod,
+			At: old.verdict.holdEnd, LimitReached: old.verdict.holdUntil.After(old.verdict.holdEnd)})
+	}
+	if v.zoneInvalid {
+		r.notices = append(r.notices, Notice{Kind: NoticeZoneInvalid, Node: name, Err: f.Node.ZoneErr})
+	}
+	if v.state == StateGone {
+		return
+	}
+	n := &nodeInfo{name: name, verdict: v, oldPod: np.oldPod}
+	entry, _ := r.ledger.Entry(name)
+	n.eligible = r.cfg.Matches(f.Node.Labels)
+	n.taken = n.eligible && (np.newPod != nil || np.oldPod == nil || v.deleting ||
+		(r.cfg.Strategy == rollout.StrategyOTA && entry.OfferedAt != nil))
+	n.old = n.eligible && (v.state == StateOld || v.state == StateOldDown)
+	if r.cfg.Strategy == rollout.StrategyOTA && np.oldPod != nil && !v.deleting && v.state != StateFailed {
+		if entry.OfferedAt != nil {
+			n.offeredAt = entry.OfferedAt.Time
+		} else {
+			n.unoffered = n.eligible
+		}
+	}
+	clockFree := n.old && v.takeable()
+	n.takeable = clockFree && v.state == StateOld
+	n.down = clockFree && v.state == StateOldDown
+	r.add(n)
+}
+
+// add counts a node in the Rollout.
+func (r *Rollout) add(n *nodeInfo) {
+	r.nodes[n.name] = n
+	r.counts[n.verdict.state]++
+	if n.verdict.updated {
+		r.skippedUpdated++
+	}
+	if n.eligible {
+		r.eligible++
+	}
+	if n.taken {
+		r.taken++
+	}
+	if !n.eligible && (n.verdict.state == StateOld || n.verdict.state == StateOldDown) {
+		r.outside++
+	}
+	if n.old {
+		r.olds.ReplaceOrInsert(n.name)
+	}
+	if n.takeable {
+		r.takeable.ReplaceOrInsert(n.name)
+		r.takeableChanges++
+	}
+	if n.down {
+		r.downs[n.name] = true
+	}
+	if n.verdict.awaitsProof {
+		r.awaiting[n.name] = Awaiting{After: n.verdict.proofAfter, Pod: n.verdict.proofPod}
+	}
+	if n.verdict.state == StateSettledDown {
+		r.settledDown[n.name] = true
+	}
+	if !n.offeredAt.IsZero() {
+		r.offered.add(n.offeredAt, 1)
+	}
+	if n.unoffered {
+		r.unoffered.ReplaceOrInsert(n.name)
+	}
+	r.countClock(n, 1)
+	if !n.verdict.at.IsZero() {
+		n.timerAt = n.verdict.at
+		heap.Push(&r.timers, timerEntry{at: n.timerAt, node: n.name})
+	}
+}
+
+// remove undoes add; the node's timer is dropped lazily.
+func (r *Rollout) remove(n *nodeInfo) {
+	delete(r.nodes, n.name)
+	r.counts[n.verdict.state]--
+	if n.verdict.updated {
+		r.skippedUpdated--
+	}
+	if n.eligible {
+		r.eligible--
+	}
+	if n.taken {
+		r.taken--
+	}
+	if !n.eligible && (n.verdict.state == StateOld || n.verdict.state == StateOldDown) {
+		r.outside--
+	}
+	if n.old {
+		r.olds.Delete(n.name)
+	}
+	if n.takeable {
+		r.takeable.Delete(n.name)
+		r.takeableChanges++
+	}
+	delete(r.downs, n.name)
+	delete(r.awaiting, n.name)
+	delete(r.settledDown, n.name)
+	if !n.offeredAt.IsZero() {
+		r.offered.add(n.offeredAt, -1)
+	}
+	if n.unoffered {
+		r.unoffered.Delete(n.name)
+	}
+	r.countClock(n, -1)
+	n.timerAt = time.Time{}
+}
+
+// countClock counts (by +1 or -1) what the clock holds an eligible
+// candidate by.
+func (r *Rollout) countClock(n *nodeInfo, by int) {
+	switch {
+	case !n.old:
+	case n.verdict.zoneInvalid:
+		r.zoneInvalid += by
+	case n.verdict.held:
+		r.held.add(n.verdict.holdEnd, by)
+		if by > 0 {
+			r.heldNodes[n.name] = true
+		} else {
+			delete(r.heldNodes, n.name)
+		}
+	case n.verdict.windowClosed:
+		r.waiting.add(n.verdict.opens, by)
+	}
+}
+
+// NextChange is when the earliest verdict changes by the clock alone, zero
+// if none does: the controller wakes then.
+func (r *Rollout) NextChange() time.Time {
+	for r.timers.Len() > 0 {
+		e := r.timers[0]
+		if n, ok := r.nodes[e.node]; ok && n.timerAt.Equal(e.at) {
+			return e.at
+		}
+		heap.Pop(&r.timers) // stale
+	}
+	return time.Time{}
+}
+
+// Awaiting returns the nodes waiting for a proof of life. Read only.
+func (r *Rollout) Awaiting() map[string]Awaiting { return r.awaiting }
+
+// Nodes counts the nodes running the DaemonSet.
+func (r *Rollout) Nodes() int { return len(r.nodes) }
+
+// HeldNodes returns the candidates their owner holds. Read only.
+func (r *Rollout) HeldNodes() map[string]bool { return r.heldNodes }
+
+// OldPod returns the node's out-of-date pod, nil if none.
+func (r *Rollout) OldPod(node string) *Pod {
+	if n, ok := r.nodes[node]; ok {
+		return n.oldPod
+	}
+	return nil
+}
+
+// Count counts the nodes in state s.
+func (r *Rollout) Count(s State) int {
+	if int(s) >= numStates {
+		return 0
+	}
+	return r.counts[s]
+}
+
+// TimerOf returns when the node's verdict next changes by the clock, zero
+// if only an event changes it.
+func (r *Rollout) TimerOf(node string) time.Time {
+	if n, ok := r.nodes[node]; ok {
+		return n.verdict.at
+	}
+	return time.Time{}
+}
+
+// State returns where the node stands, StateGone for a node the Rollout
+// does not hold; why says why a failed node failed.
+func (r *Rollout) State(node string) (s State, why string) {
+	n, ok := r.nodes[node]
+	if !ok {
+		return StateGone, ""
+	}
+	return n.verdict.state, n.verdict.why
+}
+
+// NoticeKind says what a Notice is about.
+type NoticeKind int
+
+const (
+	// NoticeHoldEnded: an owner's hold stopped holding a node by the
+	// clock: it ended, or reached its limit (LimitReached).
+	NoticeHoldEnded NoticeKind = iota
+	// NoticeZoneInvalid: a candidate's node names an invalid time zone
+	// (Err); windowed rollouts pass it by.
+	NoticeZoneInvalid
+)
+
+// Notice is a change a judgement saw that deserves an event.
+type Notice struct {
+	Kind         NoticeKind
+	Node         string
+	Pod          *Pod
+	At           time.Time
+	LimitReached bool
+	Err          error
+}
+
+// timeCounts counts nodes by a time; candidates of one DaemonSet share few
+// distinct times (a window's opening per zone, a hold limit), so its
+// earliest and latest are cheap to find.
+type timeCounts map[time.Time]int
+
+func (tc timeCounts) add(t time.Time, n int) {
+	if tc[t] += n; tc[t] == 0 {
+		delete(tc, t)
+	}
+}
+
+func (tc timeCounts) total() int {
+	n := 0
+	for _, c := range tc {
+		n += c
+	}
+	return n
+}
+
+// earliest and latest are zero when there are no nodes.
+func (tc timeCounts) earliest() (t time.Time) {
+	for at := range tc {
+		if t.IsZero() || at.Before(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+func (tc timeCounts) latest() (t time.Time) {
+	for at := range tc {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+// timerEntry is a node's timer.
+type timerEntry struct {
+	at   time.Time
+	node string
+}
+
+// timerHeap orders timers by time (container/heap).
+type timerHeap []timerEntry
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}

@@ -1,0 +1,205 @@
+package decision
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
+)
+
+// t0 is the tests' clock at start: a Monday, 12:00 UTC.
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+const (
+	oldHash = "old111"
+	newHash = "new222"
+)
+
+// world is a DaemonSet's nodes and pods as a decision sees them: the test
+// changes it, marks what it changed dirty, and asks.
+type world struct {
+	t      *testing.T
+	now    time.Time
+	nodes  map[string]*Node
+	pods   map[string][]*Pod
+	lease  map[string]time.Time
+	answer map[string]types.UID
+	// deleting are the deletions "the controller" issued, not yet seen.
+	deleting map[string]types.UID
+	target   Target
+	cfg      Settings
+	ledger   *Ledger
+	r        *Rollout
+	dirty    map[string]bool
+	seq      int
+}
+
+// newWorld is n Ready nodes (node-0 ...), each running an available old pod,
+// under the strategy and annotations, the target first seen at t0.
+func newWorld(t *testing.T, n int, strategy rollout.Strategy, annotations map[string]string) *world {
+	t.Helper()
+	cfg, err := ParseSettings(strategy, annotations, 0)
+	if err != nil {
+		t.Fatalf("settings: %v", err)
+	}
+	w := &world{t: t, now: t0, nodes: map[string]*Node{}, pods: map[string][]*Pod{}, lease: map[string]time.Time{},
+		answer: map[string]types.UID{}, deleting: map[string]types.UID{}, target: Target{Hash: newHash, Number: 2}, cfg: cfg,
+		ledger: NewLedger(nil, Meta{TargetSince: metav1.NewTime(t0)}), dirty: map[string]bool{}}
+	for i := range n {
+		name := fmt.Sprintf("node-%d", i)
+		w.nodes[name] = &Node{Name: name, Exists: true, Ready: true, ReadyStatus: "True", Labels: map[string]string{}}
+		w.pods[name] = []*Pod{w.pod(name, oldHash, true)}
+	}
+	return w
+}
+
+// pod is a bound pod of the DaemonSet on the node at the hash, created now,
+// ready (or not) since now.
+func (w *world) pod(node, hash string, ready bool) *Pod {
+	w.seq++
+	p := &Pod{Namespace: "default", Name: fmt.Sprintf("%s-%s-%d", node, hash, w.seq), UID: types.UID(fmt.Sprintf("uid-%d", w.seq)),
+		ResourceVersion: fmt.Sprint(w.seq), Node: node, Bound: true, Hash: hash, Created: w.now.Add(-time.Hour),
+		Health: health.Pod{Phase: "Running"}}
+	if hash == newHash {
+		p.Created = w.now
+	}
+	setReady(p, ready, w.now.Add(-time.Minute))
+	return p
+}
+
+func setReady(p *Pod, ready bool, since time.Time) {
+	p.Health.Ready = health.Condition{True: ready, Since: since}
+	p.Health.ContainersReady = health.Condition{True: ready, Since: since}
+	p.Health.Waiting = nil
+}
+
+// facts is the world's FactsFunc.
+func (w *world) facts(node string) NodeFacts {
+	n, ok := w.nodes[node]
+	if !ok {
+		n = &Node{Name: node}
+	}
+	return NodeFacts{Node: *n, Pods: slices.Clone(w.pods[node]), Deleting: w.deleting[node], LeaseRenewed: w.lease[node], Answered: w.answer[node]}
+}
+
+// build builds the Rollout afresh (a new controller, or a changed basis).
+func (w *world) build(adopt bool) {
+	w.r = New(w.cfg, w.target, w.ledger, adopt)
+	w.r.Build(w.now, slices.Collect(maps.Keys(w.pods)), w.facts)
+	clear(w.dirty)
+}
+
+// refresh judges the dirty nodes and the due timers again, as a sync does.
+func (w *world) refresh() []Notice {
+	if w.r == nil {
+		w.build(false)
+		return nil
+	}
+	n := w.r.Refresh(w.now, w.dirty, w.facts)
+	clear(w.dirty)
+	return n
+}
+
+// decide refreshes, decides, and carries out the decision's deletions as
+// the controller would: recorded, and expected until the cache shows them.
+func (w *world) decide() Decision {
+	w.refresh()
+	d := w.r.Decide(w.now)
+	for _, take := range d.Delete {
+		w.ledger.TakeAhead(take.Node, take.Pod)
+		w.ledger.Taken(take.Node, take.Pod, w.now)
+		w.deleting[take.Node] = take.Pod.UID
+		w.dirty[take.Node] = true
+	}
+	return d
+}
+
+// deliverDeletions has the deletions reach the cache: the old pods are gone.
+func (w *world) deliverDeletions() {
+	for node, uid := range w.deleting {
+		w.pods[node] = slices.DeleteFunc(w.pods[node], func(p *Pod) bool { return p.UID == uid })
+		delete(w.deleting, node)
+		w.dirty[node] = true
+	}
+}
+
+// replace gives the node a new pod of the target, ready or not, created now.
+func (w *world) replace(node string, ready bool) *Pod {
+	p := w.pod(node, newHash, ready)
+	if ready {
+		setReady(p, true, w.now)
+	}
+	w.pods[node] = append(slices.DeleteFunc(w.pods[node], func(p *Pod) bool { return p.Hash == newHash }), p)
+	w.dirty[node] = true
+	return p
+}
+
+// heartbeat renews the node's Lease at the node's time at.
+func (w *world) heartbeat(node string, at time.Time) {
+	w.lease[node] = at
+	w.dirty[node] = true
+}
+
+// advance moves the clock.
+func (w *world) advance(d time.Duration) { w.now = w.now.Add(d) }
+
+// setNode changes a node.
+func (w *world) setNode(node string, change func(*Node)) {
+	change(w.nodes[node])
+	w.dirty[node] = true
+}
+
+// changePod changes the node's newest pod of the hash, as a new version of
+// it.
+func (w *world) changePod(node, hash string, change func(*Pod)) {
+	pods := w.pods[node]
+	for i := len(pods) - 1; i >= 0; i-- {
+		if pods[i].Hash == hash {
+			q := *pods[i]
+			q.Health.Waiting = slices.Clone(q.Health.Waiting)
+			change(&q)
+			w.seq++
+			q.ResourceVersion = fmt.Sprint(w.seq)
+			pods[i] = &q
+			w.dirty[node] = true
+			return
+		}
+	}
+	w.t.Fatalf("no pod of %s on %s", hash, node)
+}
+
+// offeredCondition is PodNeedUpgrade True naming the target.
+func offeredCondition() Condition {
+	return Condition{Status: "True", Message: podcondition.RevisionMessage(newHash)}
+}
+
+func deleted(d Decision) []string {
+	var nodes []string
+	for _, t := range d.Delete {
+		nodes = append(nodes, t.Node)
+	}
+	return nodes
+}
+
+// crashLoop makes a pod's container wait in CrashLoopBackOff.
+func crashLoop(p *Pod) {
+	setReady(p, false, p.Created)
+	p.Health.Waiting = []health.Waiting{{Container: "app", Reason: "CrashLoopBackOff"}}
+}
+
+// powerCycle is what a reboot shows on a running pod: not ready, a
+// container restarted.
+func powerCycle(at time.Time) func(*Pod) {
+	return func(p *Pod) {
+		setReady(p, false, at)
+		p.Health.LastFinished = at
+	}
+}
