@@ -36,9 +36,10 @@ import (
 // controller.RecordLabel, which a probe does not carry (it has no label).
 const probeGenerateName = "edgeota-startup-check-"
 
-// Deploy/'s Roles that grant what the checks probe (and the rest of what the
-// controller does there), named in the remedy so that following it
-// recreates them: charts/edgeota/templates/rbac-controller.yaml.
+// The Roles of deploy/ that grant what the checks probe, and the rest of
+// what the controller does there (charts/edgeota/templates/rbac-controller.yaml):
+// the remedy names them, so that following it recreates them as deploy/ has
+// them (TestStartupExitsWhenForbidden, in e2e/, compares).
 const (
 	recordsRole = "ota-controller-rollout-records"
 	leaseRole   = "ota-controller-leader-election"
