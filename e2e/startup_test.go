@@ -24,6 +24,32 @@ import (
 // as an operator would look for them: none may ever be persisted.
 const probePrefix = "edgeota-startup-check-"
 
+// TestStartupExitsWhenNamespaceMissing: ota-controller started with a
+// --record-namespace that does not exist exits 1 at once, saying so and
+// what to do, and so does one whose --leader-elect-namespace does not exist;
+// once the namespace is created as the message says, it starts and leads.
+// Its probes of the namespaces that exist persist nothing.
+func TestStartupExitsWhenNamespaceMissing(t *testing.T) {
+	const absent = "edgeota-absent"
+	e := newEnv(t, 0)
+	e.expectControllerExits(harness.ControllerOptions{Name: "ota-controller-records-absent", LeaseNamespace: systemNamespace,
+		Flags: []string{"--record-namespace", absent}},
+		"cannot create configmaps in namespace edgeota-absent, where ota-controller keeps its rollout records (--record-namespace): the namespace does not exist",
+		"Create it (kubectl create namespace edgeota-absent), or pass --record-namespace naming an existing namespace")
+	e.expectControllerExits(harness.ControllerOptions{Name: "ota-controller-lease-absent", LeaseNamespace: absent},
+		"cannot create leases.coordination.k8s.io in namespace edgeota-absent, where ota-controller keeps the leader-election Lease ota-controller (--leader-elect-namespace): the namespace does not exist",
+		"Create it (kubectl create namespace edgeota-absent), or pass --leader-elect-namespace naming an existing namespace")
+	e.expectNoProbes(systemNamespace)
+
+	// The remedy, as the message spells it.
+	if _, err := e.cluster.Kubectl(e.ctx(), "create", "namespace", absent); err != nil {
+		t.Fatal(err)
+	}
+	e.startControllerWith(harness.ControllerOptions{LeaseNamespace: absent, Flags: []string{"--record-namespace", absent}})
+	e.waitLeaseHeld(absent)
+	e.expectNoProbes(absent)
+}
+
 // TestStartupExitsWhenForbidden: deploy/'s controller identity without the
 // Roles of its rollout records and of its Lease exits 1 at once, naming for
 // each the namespace, the resource and the verb refused, and the commands
