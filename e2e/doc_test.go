@@ -58,6 +58,10 @@
 //   - plugin_test.go: `kubectl edgeota` through bin/kubectl: pause and
 //     resume, rollout status of a rollout that completes and of one that
 //     halts, with their exit codes.
+//   - startup_test.go: ota-controller's start-up checks: a missing record
+//     or Lease namespace, or an identity without the Roles of its records
+//     and its Lease, makes it exit 1 saying what to do; done as said, it
+//     starts and leads, its dry-run probes never persisted.
 //
 // Helpers: env_test.go (a cluster per scenario, through the harness),
 // processes_test.go and controllerprocess_test.go (the binaries, through the

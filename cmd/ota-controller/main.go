@@ -2,6 +2,14 @@
 // OTA pod conditions of opted-in DaemonSets, pre-pulls images on request and
 // rolls DaemonSets past disconnected nodes. Run two replicas; a Lease elects
 // the one that works.
+//
+// At start, before it campaigns for the Lease, each replica checks with
+// dry-run creates that it may write ConfigMaps (its rollout records) in
+// --record-namespace and, with leader election, Leases in
+// --leader-elect-namespace. A missing namespace or a refusal makes it exit
+// with one message saying what to do (the namespace to create, the flag to
+// pass, or the Role to grant); any other answer, such as an API server not
+// up yet, is logged and retried until it answers.
 package main
 
 import (
@@ -11,15 +19,26 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	_ "time/tzdata" // nodes' maintenance windows are read in their zones; the image has no zoneinfo
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/command"
+	"github.com/edgeota/edgeota/internal/untrusted"
 )
 
 // defaultNamespace holds the Lease and the rollout records when
 // $POD_NAMESPACE is not set.
 const defaultNamespace = "edgeota-system"
+
+// The flags naming the namespaces the controller writes in, spelled once for
+// their definition, their validation and the start-up checks' remedies.
+const (
+	recordNamespaceFlag = "record-namespace"
+	leaseNamespaceFlag  = "leader-elect-namespace"
+)
 
 type options struct {
 	kubeconfig     string
@@ -46,8 +65,8 @@ func main() {
 	fs.Float64Var(&opts.qps, "kube-api-qps", controller.DefaultKubeAPIQPS, "API requests per second; sized to mark 1,000 pods in seconds (client-go's default of 5 would take minutes)")
 	fs.IntVar(&opts.burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "API request burst above --kube-api-qps")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader through a Lease so that only one replica acts")
-	fs.StringVar(&opts.leaseNamespace, "leader-elect-namespace", namespace, "namespace of the Lease \""+leaseName+"\" (default $POD_NAMESPACE, else "+defaultNamespace+")")
-	fs.StringVar(&opts.recordNS, "record-namespace", namespace, "namespace of the rollout records, the ConfigMaps in which the failure brake keeps every failed node and every node being upgraded (default $POD_NAMESPACE, else "+defaultNamespace+"); the controller needs no ConfigMap rights elsewhere")
+	fs.StringVar(&opts.leaseNamespace, leaseNamespaceFlag, namespace, "namespace of the Lease \""+leaseName+"\" (default $POD_NAMESPACE, else "+defaultNamespace+")")
+	fs.StringVar(&opts.recordNS, recordNamespaceFlag, namespace, "namespace of the rollout records, the ConfigMaps in which the failure brake keeps every failed node and every node being upgraded (default $POD_NAMESPACE, else "+defaultNamespace+"); the controller needs no ConfigMap rights elsewhere")
 	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")
 	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
 	fs.BoolVar(&opts.profiling, "profiling", false, "also serve Go's profiles at /debug/pprof/ on --metrics-bind-address, as kube-controller-manager's --profiling does; off by default, since a profile shows what the process holds")
@@ -68,10 +87,18 @@ func (o options) validate() error {
 		return errors.New("--profiling needs --metrics-bind-address, which serves the profiles")
 	}
 	if o.recordNS == "" {
-		return errors.New("--record-namespace must not be empty: the failure brake keeps its record there")
+		return fmt.Errorf("--%s must not be empty: the failure brake keeps its record there", recordNamespaceFlag)
 	}
-	if o.leaderElect && o.leaseNamespace == "" {
-		return errors.New("--leader-elect-namespace must not be empty when --leader-elect is set")
+	if err := validateNamespace(recordNamespaceFlag, o.recordNS); err != nil {
+		return err
+	}
+	if o.leaderElect {
+		if o.leaseNamespace == "" {
+			return fmt.Errorf("--%s must not be empty when --leader-elect is set", leaseNamespaceFlag)
+		}
+		if err := validateNamespace(leaseNamespaceFlag, o.leaseNamespace); err != nil {
+			return err
+		}
 	}
 	for flagName, addr := range map[string]string{"--metrics-bind-address": o.metricsAddress, "--health-probe-bind-address": o.healthzAddress} {
 		if addr == "0" {
@@ -80,6 +107,15 @@ func (o options) validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return fmt.Errorf("%s %q is not host:port or 0: %w", flagName, addr, err)
 		}
+	}
+	return nil
+}
+
+// validateNamespace refuses a namespace flag's value that no namespace could
+// have, which the API server would answer with a confusing 404 at start.
+func validateNamespace(flagName, namespace string) error {
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return fmt.Errorf("--%s %s is not a namespace name: %s", flagName, untrusted.Quote(namespace), strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -77,6 +77,17 @@ func run(ctx context.Context, o options) error {
 	}
 	defer servers.shutdown(logger)
 
+	// After /healthz and /readyz serve, so that the kubelet does not restart
+	// a replica waiting for its API server; before campaigning, so that a
+	// replica that could not act exits instead of standing by.
+	if err := defaultChecker.run(ctx, client, startupChecks(o, client)); err != nil {
+		if ctx.Err() != nil {
+			logger.Info("Stopped before the start-up checks passed", "err", err)
+			return nil
+		}
+		return err
+	}
+
 	work := func(ctx context.Context) error {
 		inf := controller.NewInformers(client, o.recordNS)
 		c, err := controller.NewController(ctx, client, inf, recorder, metrics, controller.WithLeaseClient(leaseClient))
