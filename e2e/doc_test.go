@@ -32,6 +32,10 @@
 //     refuses its token everything beyond its node's pods; a token of another
 //     node or one that cannot impersonate stops it; a start in a dead zone;
 //     --identity=auto's fall back.
+//   - answer_test.go: the agent answers the controller's proof-of-life
+//     challenge on its node's pod, acting as its node and as its service
+//     account under the admission policy; cut off, it answers nothing, and
+//     answers once the link is back.
 //   - chart_test.go: helm install of charts/edgeota and kubectl apply -k
 //     deploy/ install the same objects, each node-scoped.
 //   - nodescope_test.go: acting as its service account (deploy/serviceaccount/,

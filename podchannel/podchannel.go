@@ -10,13 +10,19 @@
 //   - Hold (annotation edgeota.io/hold), written by the node agent on the
 //     owner's request, in a pods/status patch too: the owner asks that this
 //     pod not be upgraded until a time, for a reason.
+//   - Challenge (annotation edgeota.io/alive-challenge), written by the
+//     controller on a pod it judged settled, and the Answer
+//     (edgeota.io/alive-answer), the same value written back by the node
+//     agent as soon as its live cache shows it: proof that the node reaches
+//     the API server (challenge.go).
 //
-// Both are annotations written through the pods/status subresource, which the
+// All are annotations written through the pods/status subresource, which the
 // API server lets change annotations (never labels, spec or owners), and
 // which a node's identity may write for its own pods under NodeRestriction:
-// no new rights, no write to the Node, no extra write per pod. OpenYurt's
-// agent reads only the PodNeedUpgrade condition and ignores both. A pod
-// replaced by its upgrade starts without either.
+// no new rights and no write to the Node; the offer rides in a write made
+// anyway, and a proof of life costs two writes per upgraded pod. OpenYurt's
+// agent reads only the PodNeedUpgrade condition and ignores them all. A pod
+// replaced by its upgrade starts without any.
 package podchannel
 
 import (

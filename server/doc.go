@@ -10,7 +10,7 @@
 //     service account, settled by package apiidentity at the API server's
 //     first answer), the Client that acts as it, and until then a Client
 //     that answers as an unreachable API server; metrics.go: /metrics,
-//     edgeota_agent_identity.
+//     edgeota_agent_identity and the others (answer.go's).
 //   - podcache.go: the node's pod cache, and when it last heard from the API
 //     server; apiclock.go: that time by the API server's clock (its Date
 //     header); freshness.go: that time as the ListPods header
@@ -32,6 +32,14 @@
 //     on every DaemonSet pod of the node (a live list of them), as the
 //     annotation edgeota.io/hold in a pods/status patch (package
 //     podchannel), with upgrade.go's checks and lost-answer handling.
+//   - answer.go: AnswerChallenges, the answer to the controller's
+//     proof-of-life challenge (package podchannel): a challenge the live pod
+//     cache shows unanswered on a pod of the node is echoed as the
+//     annotation edgeota.io/alive-answer in one pods/status patch, acting as
+//     the agent's identity; never from the stored view, never queued to
+//     disk; retried with backoff while it cannot be written and the
+//     challenge stands, ended by a refusal or the pod's end; counted in
+//     edgeota_agent_alive_answers_total (metrics.go).
 //   - queue.go: the queue of actions asked for with queue_if_offline while
 //     the API server is unreachable (upgrades, pre-pulls, holds and
 //     releases), kept in the state directory, and their outcomes;

@@ -91,6 +91,10 @@ type fixtureOptions struct {
 	link *link
 	// upgrades configures the owner's view.
 	upgrades UpgradeOptions
+	// reactors, when set, prepends the test's own reactors to the fake API
+	// server before the agent starts (the chain must not change while it
+	// runs); they run before the link's.
+	reactors func(*fake.Clientset)
 	// identity, when set, stands between the agent and the fake API server
 	// as cmd/ota-server puts it there, not settled: the fixture does not wait
 	// for the cache to sync.
@@ -107,6 +111,9 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	asAPIServer(client)
 	if opts.link != nil {
 		opts.link.install(client)
+	}
+	if opts.reactors != nil {
+		opts.reactors(client)
 	}
 	if opts.watcher != nil {
 		client.PrependWatchReactor("pods", k8stesting.DefaultWatchReactor(opts.watcher, nil))
@@ -143,6 +150,8 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 	go func() { defer close(informerDone); podCache.Run(ctx) }()
 	queueDone := make(chan struct{})
 	go func() { defer close(queueDone); svc.RunQueue(ctx) }()
+	answersDone := make(chan struct{})
+	go func() { defer close(answersDone); svc.AnswerChallenges(ctx) }()
 	if !opts.unsynced && opts.identity == nil {
 		cache.WaitForCacheSync(ctx.Done(), podCache.HasSynced)
 	}
@@ -182,6 +191,7 @@ func newFixture(t testing.TB, opts fixtureOptions, objs ...runtime.Object) *fixt
 		}
 		<-informerDone
 		<-queueDone
+		<-answersDone
 		return serveErr
 	}
 	t.Cleanup(func() {

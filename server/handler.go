@@ -65,7 +65,7 @@ func NewHandler(ctx context.Context, svc *Server) (*Handler, error) {
 			grpc.ChainUnaryInterceptor(recoverUnary, auth.UnaryInterceptor),
 			grpc.ChainStreamInterceptor(recoverStream, auth.StreamInterceptor)),
 		health:  health.NewServer(),
-		metrics: metricsHandler(svc.identity),
+		metrics: metricsHandler(svc.identity, svc.answers.results),
 		limits:  defaultLimits,
 	}
 	api := audited{svc}

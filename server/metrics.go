@@ -42,11 +42,13 @@ func (m *identityMetric) set(mode apiidentity.Mode) {
 	}
 }
 
-// metricsHandler serves the agent's metrics in Prometheus' text format.
-func metricsHandler(identity *APIIdentity) http.Handler {
+// metricsHandler serves the agent's metrics in Prometheus' text format: the
+// identity's (if any) and the others given.
+func metricsHandler(identity *APIIdentity, others ...prometheus.Collector) http.Handler {
 	registry := prometheus.NewRegistry()
 	if identity != nil {
 		registry.MustRegister(identity.modes.vec)
 	}
+	registry.MustRegister(others...)
 	return promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
 }

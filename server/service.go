@@ -52,6 +52,9 @@ type Server struct {
 	// upgrades is the owner's view (ListUpgrades, WatchUpgrades), kept
 	// current by Serve.
 	upgrades *upgradeView
+	// answers answers the controller's proof-of-life challenges, once
+	// AnswerChallenges runs.
+	answers *answerer
 }
 
 // Options configures New; the zero value is the agent without authentication,
@@ -97,6 +100,7 @@ func New(nodeName string, client Client, pods *PodCache, opts Options) *Server {
 		queue:       opts.Queue,
 	}
 	s.upgrades = newUpgradeView(s, opts.Upgrades)
+	s.answers = newAnswerer(s, pods)
 	pods.onChange(s.upgrades.changed)
 	if s.queue != nil {
 		s.queue.onChange(s.upgrades.changed)

@@ -213,7 +213,8 @@ func run(ctx context.Context, o options) error {
 	serveCtx, stopServing := context.WithCancelCause(ctx)
 	defer stopServing(nil)
 	// The identity, then the pod cache (and its writes to the state
-	// directory), and the queue run until Serve returns, and are waited for,
+	// directory), the queue and the answers to the controller's
+	// proof-of-life challenges run until Serve returns, and are waited for,
 	// so that the last write is done before the process exits.
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
@@ -227,6 +228,7 @@ func run(ctx context.Context, o options) error {
 		pods.Run(bgCtx)
 	})
 	background.Go(func() { svc.RunQueue(bgCtx) })
+	background.Go(func() { svc.AnswerChallenges(bgCtx) })
 	defer func() { stopBackground(); background.Wait() }()
 
 	addr := net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port))

@@ -153,6 +153,22 @@ export const ContainerStateTerminatedSchema = /*@__PURE__*/
  * OTAService is served by the node agent (ota-server) on every edge node, over
  * gRPC and REST on the same port (10267 by default, loopback only by default).
  *
+ * Besides what its callers ask, the agent does one thing on its own, with no
+ * RPC: it answers the controller's proof of life. Once the controller judges
+ * an upgraded pod settled, it writes a fresh random challenge on the pod
+ * (annotation edgeota.io/alive-challenge, "<pod UID>/<nonce>"); the agent,
+ * seeing it in its live watch of its node's pods, writes the same value back
+ * on the same pod (annotation edgeota.io/alive-answer, one pods/status patch,
+ * acting as its node or as its service account), and the controller's
+ * failure brake takes that answer as proof that the node still reaches the
+ * API server instead of waiting for the node's next Lease renewal. An answer
+ * is never made from the stored view nor queued: a node cut off from the API
+ * server answers nothing until it is back, then answers the challenge that
+ * stands. Callers need do nothing. A DaemonSet annotated
+ * edgeota.io/agent-proof: "false" gets no challenge; an agent that does not
+ * answer (OpenYurt's) leaves the proof to the Lease, as before. The agent's
+ * /metrics counts its answers (edgeota_agent_alive_answers_total).
+ *
  * @generated from service edgeota.v1.OTAService
  */
 export const OTAService = /*@__PURE__*/
