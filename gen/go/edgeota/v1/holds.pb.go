@@ -8,8 +8,8 @@
 // mid-delivery). A hold asks the cluster not to upgrade an app's pod, or
 // every app's pod on the node, until a time; the operator bounds how long a
 // hold may delay an upgrade (the DaemonSet's edgeota.io/max-hold-seconds,
-// counted from the target revision's creation). A hold never delays the
-// owner's own upgrades.
+// counted from the moment the controller first saw the revision as the
+// target). A hold never delays the owner's own upgrades.
 
 package edgeotav1
 

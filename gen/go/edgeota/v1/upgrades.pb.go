@@ -325,15 +325,17 @@ type App struct {
 	// The owner's hold standing on the app's pod (see Hold); absent when there
 	// is none, or once it has ended by the API server's clock.
 	Hold *OwnerHold `protobuf:"bytes,13,opt,name=hold,proto3" json:"hold,omitempty"`
-	// When a hold on the app's pod stops being honoured: the target
-	// revision's creation plus the DaemonSet's edgeota.io/max-hold-seconds.
+	// When a hold on the app's pod stops being honoured: the moment the
+	// controller first saw the target revision as the target (kept in its
+	// rollout record: a rollback, or a roll forward to an earlier revision,
+	// starts it afresh) plus the DaemonSet's edgeota.io/max-hold-seconds.
 	// The controller's word, carried on the pod (annotation edgeota.io/offer)
 	// beside a newer revision (OTA: every offer; AdvancedRollingUpdate: a held
 	// pod's); absent until it has said so.
 	HoldLimit *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=hold_limit,json=holdLimit,proto3" json:"hold_limit,omitempty"`
 	// OTA: when the controller carries out the offer of the target revision
-	// itself if the owner has not upgraded by then (the first offer of the
-	// revision to this pod plus the DaemonSet's
+	// itself if the owner has not upgraded by then (its first offer to this
+	// node, as the controller's rollout record keeps it, plus the DaemonSet's
 	// edgeota.io/upgrade-deadline-seconds), within the budget, the node's
 	// window and any hold's limit. Absent: no deadline.
 	UpgradeDeadline *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=upgrade_deadline,json=upgradeDeadline,proto3" json:"upgrade_deadline,omitempty"`
