@@ -18,6 +18,9 @@
 //   - leases_test.go: on node Leases: a cut-off node stops renewing its
 //     Lease and returns; an AdvancedRollingUpdate completes within its
 //     budget, its proof of life drawn from the Leases.
+//   - leasewatch_test.go: package leases on the real API server: its
+//     Watcher reports every renewal of the nodes it follows that a plain
+//     watch of all Leases sees, once, and nothing of the others.
 //   - apiserver_cut_test.go: the agent cut off from the API server.
 //   - offline_test.go: the offline-first agent through a dead zone: restarts
 //     serving its stored view, queued upgrades run (or refused) on

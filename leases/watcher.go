@@ -1,0 +1,387 @@
+package leases
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/klog/v2"
+)
+
+// What Options.Counted is told of, one value a call: label values for the
+// caller's metrics. Renewed, Missing and Failed say what following found;
+// Listed and Watched count the requests it costs the API server.
+const (
+	// Renewed: a renewTime was reported to the renew callback.
+	Renewed = "renewed"
+	// Missing: a followed node was found without a Lease (by a list, or a
+	// watch's DELETED event), once each time it goes missing. Its proof of
+	// life must come from elsewhere (its Node status heartbeats) until a
+	// Lease appears, whose renewTime is then reported.
+	Missing = "missing"
+	// Failed: a list or a watch failed; the next try waits for the backoff.
+	Failed = "error"
+	// Listed: a list was sent.
+	Listed = "list"
+	// Watched: a watch was started.
+	Watched = "watch"
+)
+
+// DefaultListsAtOnce bounds the lists under way at once when
+// Options.ListsAtOnce is zero: enough that a few hundred nodes followed in
+// the same instant start within a second from the watch cache, few enough
+// that they never crowd the client's other requests.
+const DefaultListsAtOnce = 32
+
+const (
+	// backoffBase and backoffCap bound the wait after a failure: 1 s,
+	// doubling to 10 s, each with up to a quarter more of jitter.
+	backoffBase = time.Second
+	backoffCap  = 10 * time.Second
+	// listTimeout bounds one list, which the watch cache answers in
+	// milliseconds, so that a hung one never holds a place for long.
+	listTimeout = 10 * time.Second
+	// minWatchTimeout is the shortest timeout a watch asks the server for;
+	// each asks for up to twice as long, as client-go's reflector does, so
+	// that watches started together do not all end, and list again,
+	// together.
+	minWatchTimeout = 5 * time.Minute
+)
+
+// Options configures a Watcher beyond what NewWatcher requires.
+type Options struct {
+	// Counted, if set, is called with Renewed, Missing, Failed, Listed or
+	// Watched each time one happens, so that the caller can export them
+	// (Prometheus counters, say) without this package importing a metrics
+	// library. It is called from the nodes' goroutines and must not block.
+	Counted func(what string)
+	// ListsAtOnce bounds the lists under way at once; zero means
+	// DefaultListsAtOnce.
+	ListsAtOnce int
+}
+
+// Watcher follows the node Leases of the nodes it is asked to, one watch
+// each, and reports every renewal it sees. Proof of life needs a renewal
+// from each node in flight within moments of its reaching the API server,
+// and nothing from the rest of the fleet: a watch per followed node gives
+// both. The zero value is not usable; see NewWatcher.
+type Watcher struct {
+	leases  typedcoordinationv1.LeaseInterface
+	renew   func(node string, renewed time.Time)
+	counted func(what string)
+	// lists holds a place for each list under way.
+	lists chan struct{}
+	// backoffBase and backoffCap are the package's, but for tests.
+	backoffBase, backoffCap time.Duration
+
+	mu sync.Mutex
+	// ctx is Run's, nil until Run starts.
+	ctx context.Context
+	// ended is set once Run's ctx ended: Start does nothing then.
+	ended bool
+	// followed maps each node followed to what stops its goroutine; nil
+	// until Run starts it.
+	followed map[string]context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// NewWatcher returns a Watcher reading node Leases through client, which
+// calls renew with a node's renewTime when it starts following the node,
+// then with each renewTime that differs from the last reported. Calls for one
+// node come one at a time, in the order seen; calls for different nodes may
+// come at once, from different goroutines. renew must not block for long:
+// the node's watch waits for it. Give the Watcher a client with a rate
+// limiter of its own (see the package doc), so that its lists and watches
+// never wait behind the caller's other requests.
+func NewWatcher(client kubernetes.Interface, renew func(node string, renewed time.Time), opts Options) *Watcher {
+	counted := opts.Counted
+	if counted == nil {
+		counted = func(string) {}
+	}
+	lists := opts.ListsAtOnce
+	if lists <= 0 {
+		lists = DefaultListsAtOnce
+	}
+	return &Watcher{
+		leases:      client.CoordinationV1().Leases(corev1.NamespaceNodeLease),
+		renew:       renew,
+		counted:     counted,
+		lists:       make(chan struct{}, lists),
+		backoffBase: backoffBase,
+		backoffCap:  backoffCap,
+		followed:    map[string]context.CancelFunc{},
+	}
+}
+
+// Run follows the nodes started before it and those started while it runs,
+// until ctx ends; it returns once every node's watch has stopped. Call it
+// once. Its logger comes from ctx (klog.FromContext).
+func (w *Watcher) Run(ctx context.Context) {
+	w.mu.Lock()
+	if w.ctx != nil {
+		w.mu.Unlock()
+		panic("leases: Watcher.Run called twice")
+	}
+	w.ctx = ctx
+	for node, cancel := range w.followed {
+		if cancel == nil {
+			w.followLocked(node)
+		}
+	}
+	w.mu.Unlock()
+
+	<-ctx.Done()
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
+	w.wg.Wait()
+}
+
+// Start follows the node's Lease: its current renewTime is reported, then
+// each renewal. A node already followed is left as it is (nothing is
+// reported again); before Run, the node is remembered and followed once Run
+// starts; after Run's ctx ended, Start does nothing.
+func (w *Watcher) Start(node string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return
+	}
+	if _, ok := w.followed[node]; ok {
+		return
+	}
+	if w.ctx == nil {
+		w.followed[node] = nil
+		return
+	}
+	w.followLocked(node)
+}
+
+// Stop stops following the node's Lease: its watch ends, and no renewal is
+// reported for it after a report already under way, if any. Stopping a node
+// not followed does nothing. Stop never waits for the node's goroutine, so
+// it may be called while holding a lock that renew takes.
+func (w *Watcher) Stop(node string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cancel := w.followed[node]; cancel != nil {
+		cancel()
+	}
+	delete(w.followed, node)
+}
+
+// Followed is the number of nodes followed (started and not stopped): the
+// watches open or opening, for a gauge.
+func (w *Watcher) Followed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.followed)
+}
+
+// followLocked starts the node's goroutine; w.mu is held and Run started.
+func (w *Watcher) followLocked(node string) {
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.followed[node] = cancel
+	f := &follower{w: w, node: node, logger: klog.FromContext(ctx).WithValues("node", node)}
+	w.wg.Go(func() { f.run(ctx) })
+}
+
+// follower follows one node's Lease, in one goroutine.
+type follower struct {
+	w      *Watcher
+	node   string
+	logger klog.Logger
+	// last is the renewTime last reported, zero before the first and after
+	// the Lease went missing.
+	last time.Time
+	// missing is set while the node is known to have no Lease.
+	missing bool
+}
+
+// run lists and watches the node's Lease until ctx ends.
+func (f *follower) run(ctx context.Context) {
+	f.logger.V(4).Info("Following the node's Lease")
+	defer f.logger.V(4).Info("Stopped following the node's Lease")
+	backoff := f.w.backoffBase
+	// retry waits before the next list, and doubles the next wait.
+	retry := func() bool {
+		d := backoff + rand.N(backoff/4+1)
+		backoff = min(2*backoff, f.w.backoffCap)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		rv, err := f.list(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			f.w.counted(Failed)
+			f.logger.V(2).Info("Listing the node's Lease failed; retrying", "err", err, "after", backoff)
+			if !retry() {
+				return
+			}
+			continue
+		}
+		delivered, err := f.watch(ctx, rv)
+		if ctx.Err() != nil {
+			return
+		}
+		if delivered {
+			backoff = f.w.backoffBase
+		}
+		switch {
+		case err != nil:
+			f.w.counted(Failed)
+			f.logger.V(2).Info("Watching the node's Lease failed; listing again", "err", err, "after", backoff)
+		case delivered:
+			continue
+		default:
+			// A watch that ended before delivering anything: a quiet
+			// Lease's timeout, or a server that closes watches at once.
+			// Either way, never list and watch in a tight loop.
+			f.logger.V(4).Info("The node's Lease watch ended without events; listing again", "after", backoff)
+		}
+		if !retry() {
+			return
+		}
+	}
+}
+
+// selector selects the node's Lease by name.
+func (f *follower) selector() string {
+	return fields.OneTermEqualSelector(metav1.ObjectNameField, f.node).String()
+}
+
+// list reads the node's Lease from the watch cache, reports what it found,
+// and returns the resourceVersion to watch from.
+func (f *follower) list(ctx context.Context) (string, error) {
+	select {
+	case f.w.lists <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	f.w.counted(Listed)
+	list, err := f.w.leases.List(lctx, metav1.ListOptions{FieldSelector: f.selector(), ResourceVersion: "0"})
+	cancel()
+	<-f.w.lists
+	if err != nil {
+		return "", fmt.Errorf("listing the Lease of node %s: %w", f.node, err)
+	}
+	for i := range list.Items {
+		if f.mine(&list.Items[i]) {
+			f.seen(ctx, &list.Items[i])
+			return list.ResourceVersion, nil
+		}
+	}
+	f.gone()
+	return list.ResourceVersion, nil
+}
+
+// watch watches the node's Lease from resourceVersion rv and reports what
+// it delivers, until the watch ends or ctx does. It returns whether the
+// watch delivered anything, and an error unless the watch was closed or
+// expired, which a new list settles.
+func (f *follower) watch(ctx context.Context, rv string) (delivered bool, err error) {
+	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
+	wi, err := f.w.leases.Watch(ctx, metav1.ListOptions{FieldSelector: f.selector(), ResourceVersion: rv, TimeoutSeconds: &timeout})
+	if err != nil {
+		if expired(err) {
+			f.logger.V(4).Info("The node's Lease watch expired; listing again", "resourceVersion", rv)
+			return false, nil
+		}
+		return false, fmt.Errorf("watching the Lease of node %s from resourceVersion %s: %w", f.node, rv, err)
+	}
+	defer wi.Stop()
+	f.w.counted(Watched)
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return delivered, nil
+		case ev, ok = <-wi.ResultChan():
+		}
+		if !ok {
+			return delivered, nil
+		}
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+			if lease, ok := ev.Object.(*coordinationv1.Lease); ok && f.mine(lease) {
+				delivered = true
+				f.seen(ctx, lease)
+			}
+		case watch.Deleted:
+			if lease, ok := ev.Object.(*coordinationv1.Lease); ok && f.mine(lease) {
+				delivered = true
+				f.gone()
+			}
+		case watch.Error:
+			err := apierrors.FromObject(ev.Object)
+			if expired(err) {
+				f.logger.V(4).Info("The node's Lease watch expired; listing again", "err", err)
+				return delivered, nil
+			}
+			return delivered, fmt.Errorf("watching the Lease of node %s: %w", f.node, err)
+		}
+	}
+}
+
+// mine reports whether lease is the node's: the field selector is never
+// trusted alone.
+func (f *follower) mine(lease *coordinationv1.Lease) bool {
+	return lease.Name == f.node && (lease.Namespace == "" || lease.Namespace == corev1.NamespaceNodeLease)
+}
+
+// seen reports the Lease's renewTime unless it was the last reported.
+func (f *follower) seen(ctx context.Context, lease *coordinationv1.Lease) {
+	if f.missing {
+		f.missing = false
+		f.logger.V(2).Info("The node's Lease appeared")
+	}
+	if lease.Spec.RenewTime == nil {
+		return
+	}
+	renewed := lease.Spec.RenewTime.Time
+	if renewed.Equal(f.last) || ctx.Err() != nil {
+		return
+	}
+	f.last = renewed
+	f.w.counted(Renewed)
+	f.w.renew(f.node, renewed)
+}
+
+// gone records that the node has no Lease, counting it once until one
+// appears.
+func (f *follower) gone() {
+	f.last = time.Time{}
+	if f.missing {
+		return
+	}
+	f.missing = true
+	f.w.counted(Missing)
+	f.logger.V(2).Info("The node has no Lease; its proof of life must come from its Node status")
+}
+
+// expired reports whether err says the resourceVersion watched from is gone
+// from the server's window: a new list settles it.
+func expired(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+}
