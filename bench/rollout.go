@@ -173,14 +173,14 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, rolloutNamespace))
 }
 
-// leaseReads is how many node Leases the controller read so far
-// (edgeota_controller_lease_reads_total).
+// leaseReads is how many requests for node Leases the controller made so
+// far, lists and watches (edgeota_controller_lease_requests_total).
 func leaseReads(ctx context.Context, ctrl *child) (float64, error) {
 	m, err := ctrl.metrics(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return m.Sum("edgeota_controller_lease_reads_total", nil), nil
+	return m.Sum("edgeota_controller_lease_requests_total", nil), nil
 }
 
 // countingWrites runs a rollout and records the API server's writes during
@@ -392,7 +392,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{"… net of watching the idle nodes for as long (median)", seconds(netCPU), "", "", fmt.Sprintf("≤ %s (1 ms per node)", seconds(cpuTarget)), verdict(netCPU <= cpuTarget)},
 			{"… per node", millis(netCPU / time.Duration(p.nodes)), "", "", "≤ " + millis(controllerCPUNode), verdict(netCPU <= cpuTarget)},
 			{"… of which receiving the rollout's pod events: the controller's CPU while it only watches the native rollout, net, per node (median)", "", millis(watchOnly / time.Duration(p.nodes)), "", "", ""},
-			{"node Lease reads per node and rollout (median)", fmt.Sprintf("%.2f", measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.leaseReads }))/float64(p.nodes)), "", "", "", ""},
+			{"node Lease requests (lists and watches) per node and rollout (median)", fmt.Sprintf("%.2f", measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.leaseReads }))/float64(p.nodes)), "", "", "", ""},
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
 			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
 		},
@@ -401,7 +401,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			"budget freed → next deletion runs from the bench's watch seeing the heartbeat (native: the pod Ready) to its watch seeing the next deletion, so it includes the API server's delivery of both and the DELETE's round trip; the controller's own reaction is timed in its log (-v=4): from the handler that takes a settling heartbeat to the deletion it sends next",
 			"receiving the rollout's pod events: the native controller's rollout changes as many pods as edgeota's, and the controller receives, decodes and caches each change of a DaemonSet pod; its CPU meanwhile, net of watching the idle nodes, is what any rollout costs it before it decides anything: the floor under the net figure above",
-			"node Lease reads: edgeota_controller_lease_reads_total during the rollout, per node; about two when a node proves alive at the first renewal after its new pod settled (one to learn the renewal's time, one after it)",
+			"node Lease requests: edgeota_controller_lease_requests_total during the rollout, per node: a list and a watch by name for each node waited on (the watch delivers its renewal as the API server stores it), none for the rest",
 			"API server writes: apiserver_request_total's POST, PUT, PATCH, APPLY and DELETE during each rollout (edgeota's and the 0.5 s after it), every client's, per node: pods (deletions, the native controller's creations, bindings, status reports, conditions), heartbeats (the nodes' status or Leases for as long as the rollout lasts), other (DaemonSet status and annotations, events, ControllerRevisions)",
 			fmt.Sprintf("nodes heartbeat: %s, at most %s apart (the failure brake's proof of life waits for one after each new pod settles); "+
 				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", p.rolloutHeartbeat, period),

@@ -47,8 +47,8 @@ func TestRolloutTableReportsTheMedianPairRatioAndTheWorstSample(t *testing.T) {
 		t.Errorf("receiving the pod events: got %+v, want 1.00 ms per node in the native column", got)
 	}
 	f.ota[0].leaseReads, f.ota[1].leaseReads, f.ota[2].leaseReads = 150, 300, 210
-	if got := rowNamed(t, rolloutTable(p, f), "node Lease reads").edgeota; got != "2.10" {
-		t.Errorf("lease reads per node: got %s, want the median 210 over 100 nodes, 2.10", got)
+	if got := rowNamed(t, rolloutTable(p, f), "node Lease requests").edgeota; got != "2.10" {
+		t.Errorf("lease requests per node: got %s, want the median 210 over 100 nodes, 2.10", got)
 	}
 	// Per node and rollout over the runs: (300 + 0) pods, (150 + 30 + 120)
 	// heartbeats, (6 + 0 + 9) other, over 3 runs of 100 nodes.

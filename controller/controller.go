@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/edgeota/edgeota/leases"
 	recordstore "github.com/edgeota/edgeota/record"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -90,7 +91,8 @@ type Controller struct {
 	expect       *expectations
 	statuses     *statusWrites
 	heartbeats   *heartbeats
-	leases       *leaseReader
+	leases       *leases.Watcher
+	leaseClient  kubernetes.Interface
 	challenges   *challenges
 	eventMemo    *eventMemo
 	// logger is NewController's: the informers' handlers have no context.
@@ -116,8 +118,8 @@ const DaemonPodSelector = podTemplateGenerationLabel
 //   - ConfigMaps: the rollout records (record.Label), in the controller's
 //     own namespace.
 //
-// Node Leases are not watched: the controller reads the Leases of the nodes
-// it waits on (see heartbeats.go).
+// Node Leases are not cached: the controller watches the Leases of the
+// nodes it waits on alone, one watch each (see heartbeats.go).
 type Informers struct {
 	// Cluster serves DaemonSets, ControllerRevisions and Nodes.
 	Cluster informers.SharedInformerFactory
@@ -172,12 +174,12 @@ func (i *Informers) factories() []informers.SharedInformerFactory {
 // Option configures a Controller beyond what NewController requires.
 type Option func(*Controller)
 
-// WithLeaseClient has the controller read node Leases (proof of life)
+// WithLeaseClient has the controller watch node Leases (proof of life)
 // through client: give it one of its own, with its own rate limiter, so
-// that these reads never wait behind a rollout's deletions, nor these behind
-// them. Without it the controller's client serves.
+// that these requests never wait behind a rollout's deletions, nor these
+// behind them. Without it the controller's client serves.
 func WithLeaseClient(client kubernetes.Interface) Option {
-	return func(c *Controller) { c.leases.client = client }
+	return func(c *Controller) { c.leaseClient = client }
 }
 
 // NewController wires the controller to its informers (see Informers),
@@ -218,12 +220,14 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	}
 	c.records = recordstore.NewStore(kubeClient, inf.RecordNamespace, recordInformer.Informer().GetIndexer(), FieldManager,
 		metrics.recordWritten, c.recordRewritten, func() time.Time { return c.now() }, c.logger)
-	c.leases = newLeaseReader(kubeClient, c.heartbeat, c.metrics.leaseRead, c.logger)
-	c.heartbeats = newHeartbeats(c.leases)
+	c.leaseClient = kubeClient
 	for _, opt := range opts {
 		opt(c)
 	}
+	c.leases = leases.NewWatcher(c.leaseClient, c.heartbeat, leases.Options{Counted: c.metrics.leaseCounted})
+	c.heartbeats = newHeartbeats(c.leases)
 	metrics.watchQueue(c.queue)
+	metrics.watchLeases(c.leases)
 	if err := dsInformer.Informer().AddIndexers(cache.Indexers{byUID: indexByUID}); err != nil {
 		return nil, fmt.Errorf("adding daemonset indexes: %w", err)
 	}
@@ -261,7 +265,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("failed to wait for caches to sync")
 	}
 	c.sweepRecords(ctx)
-	wg.Go(func() { c.leases.run(ctx) })
+	wg.Go(func() { c.leases.Run(ctx) })
 	logger.Info("Starting workers", "count", workers)
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })

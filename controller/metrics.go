@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"github.com/edgeota/edgeota/leases"
 	"github.com/edgeota/edgeota/rollout"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,6 +25,7 @@ type Metrics struct {
 	recordWrites      prometheus.Counter
 	recordBytes       prometheus.Counter
 	leaseReads        *prometheus.CounterVec
+	leaseRequests     *prometheus.CounterVec
 }
 
 // Values of the state label of edgeota_controller_rollout_nodes.
@@ -69,10 +71,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		leaseReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_lease_reads_total",
-			Help: "Reads of node Leases, the proof of life of the nodes a rollout waits on, by what they found: renewed (a renewal not seen before), unchanged, missing (no Lease: the Node status serves), error. What proof of life costs the API server.",
+			Help: "What the watches of node Leases (the proof of life of the nodes a rollout waits on) saw: renewed (a renewal not seen before), missing (no Lease: the Node status serves), error.",
 		}, []string{"result"}),
+		leaseRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgeota_controller_lease_requests_total",
+			Help: "Requests for node Leases, by verb: list (one when a node starts being followed, and after a watch ends), watch. What proof of life costs the API server.",
+		}, []string{"verb"}),
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents, m.recordWrites, m.recordBytes, m.leaseReads)
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents, m.recordWrites, m.recordBytes, m.leaseReads, m.leaseRequests)
 	return m
 }
 
@@ -99,15 +105,25 @@ func (m *Metrics) recordWritten(bytes int) {
 	m.recordBytes.Add(float64(bytes))
 }
 
-// Values of the result label of edgeota_controller_lease_reads_total.
-const (
-	leaseRenewed   = "renewed"
-	leaseUnchanged = "unchanged"
-	leaseMissing   = "missing"
-	leaseError     = "error"
-)
+// leaseCounted counts what the Lease watches saw (leases.Renewed,
+// leases.Missing, leases.Failed) and the requests they made (leases.Listed,
+// leases.Watched).
+func (m *Metrics) leaseCounted(what string) {
+	switch what {
+	case leases.Listed, leases.Watched:
+		m.leaseRequests.WithLabelValues(what).Inc()
+	default:
+		m.leaseReads.WithLabelValues(what).Inc()
+	}
+}
 
-func (m *Metrics) leaseRead(result string) { m.leaseReads.WithLabelValues(result).Inc() }
+// watchLeases exports how many node Leases are followed: one watch each.
+func (m *Metrics) watchLeases(w *leases.Watcher) {
+	m.registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "edgeota_controller_lease_watches",
+		Help: "Node Leases followed now, one watch each: the nodes a rollout waits on for proof of life.",
+	}, func() float64 { return float64(w.Followed()) }))
+}
 
 // countingHandler counts the events of one resource's informer in
 // edgeota_controller_watch_events_total, then hands them on.
