@@ -209,9 +209,11 @@ tools:
 	hack/tools.sh
 
 ## run: the main job: local cluster, controller, one node agent, examples.
+## RUN_FLAGS go to it, e.g. RUN_FLAGS=-pull-delay=10s (bench/README.md).
+RUN_FLAGS ?=
 run: tools build
 	$(GO) build -o $(BIN)/edgeota-run ./hack/run
-	exec $(BIN)/edgeota-run
+	exec $(BIN)/edgeota-run $(RUN_FLAGS)
 
 ## bench: rollout, marking and node-API figures beside their baselines, on
 ## the local cluster; writes bench/results/latest.md. BENCH_NODES (500),

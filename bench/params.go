@@ -50,6 +50,11 @@ type params struct {
 	// maintenance window on every DaemonSet, a tenth of the pods held, and
 	// OTA offers outstanding with an upgrade deadline.
 	atRestTimed bool
+	// imagePulls, when set, models image pulls on the cluster
+	// (BENCH_PULL_DELAY, the delay of every pull): a pod waits for its
+	// node to pull its images before it starts. Nil: every pod starts at
+	// once, as KWOK alone starts them.
+	imagePulls *localcluster.ImagePulls
 }
 
 // defaultNodes is N when BENCH_NODES is not set: the scale the targets are
@@ -95,6 +100,9 @@ func loadParams() (params, error) {
 	if p.rolloutHeartbeat, err = parseHeartbeat(os.Getenv("BENCH_HEARTBEAT")); err != nil {
 		return p, err
 	}
+	if p.imagePulls, err = parseImagePulls(os.Getenv("BENCH_PULL_DELAY")); err != nil {
+		return p, err
+	}
 	p.controllerBin = os.Getenv("BENCH_CONTROLLER_BIN")
 	for _, name := range strings.Split(os.Getenv("BENCH_SCENARIOS"), ",") {
 		if name = strings.TrimSpace(name); name != "" {
@@ -119,6 +127,19 @@ func parseHeartbeat(s string) (localcluster.Heartbeat, error) {
 		return localcluster.Heartbeat{}, fmt.Errorf("BENCH_HEARTBEAT=%q: want \"lease\" or a status interval of at least 1s", s)
 	}
 	return localcluster.Heartbeat{Interval: d}, nil
+}
+
+// parseImagePulls reads BENCH_PULL_DELAY: empty leaves image pulls out, a
+// duration (0s included) models them, each pull taking that long.
+func parseImagePulls(s string) (*localcluster.ImagePulls, error) {
+	if s == "" {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return nil, fmt.Errorf("BENCH_PULL_DELAY=%q: want a duration of at least 0s, or nothing to leave image pulls out", s)
+	}
+	return &localcluster.ImagePulls{Delay: d}, nil
 }
 
 // budget is the number of nodes a 10% maxUnavailable allows to be without an

@@ -78,6 +78,9 @@ func header(s *session, started time.Time, kubeVersion string, scenarios []strin
 		s.p.nodes, s.p.pairs, s.p.loadTime, s.p.upgrades, s.p.qps, s.p.burst, s.p.budget())
 	fmt.Fprintf(&b, "- Nodes heartbeat: rollout and cutoff: %s (BENCH_HEARTBEAT); atrest: %s; the others: %s\n",
 		s.p.rolloutHeartbeat, kubeletHeartbeat(s.p), localcluster.Heartbeat{})
+	if s.p.imagePulls != nil {
+		fmt.Fprintf(&b, "- Image pulls: modelled, %s per image a node has not pulled (BENCH_PULL_DELAY; localcluster.ImagePulls)\n", s.p.imagePulls.Delay)
+	}
 	fmt.Fprintf(&b, "- Scenarios: %s\n", strings.Join(scenarios, ", "))
 	return b.String()
 }

@@ -30,6 +30,9 @@ func resultsFile(p params) string {
 	if p.atRestTimed {
 		name += "-timed"
 	}
+	if p.imagePulls != nil {
+		name += "-pulls"
+	}
 	return name + ".md"
 }
 

@@ -168,9 +168,39 @@ func TestResultsFile(t *testing.T) {
 		{params{nodes: 2000, atRestTimed: true}, "bench/results/latest-2000nodes-timed.md"},
 		{params{nodes: defaultNodes, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-leases.md"},
 		{params{nodes: 2000, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-2000nodes-leases.md"},
+		{params{nodes: defaultNodes, imagePulls: &localcluster.ImagePulls{Delay: time.Second}}, "bench/results/latest-pulls.md"},
 	} {
 		if got := resultsFile(tc.p); got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestLoadParamsPullDelay: BENCH_PULL_DELAY models image pulls with its
+// delay, 0s included; unset leaves them out; anything else is refused.
+func TestLoadParamsPullDelay(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  *localcluster.ImagePulls
+	}{
+		{"", nil},
+		{"0s", &localcluster.ImagePulls{}},
+		{"5s", &localcluster.ImagePulls{Delay: 5 * time.Second}},
+	} {
+		t.Setenv("BENCH_PULL_DELAY", tc.value)
+		p, err := loadParams()
+		if err != nil {
+			t.Errorf("BENCH_PULL_DELAY=%q: %v", tc.value, err)
+			continue
+		}
+		if (p.imagePulls == nil) != (tc.want == nil) || (p.imagePulls != nil && p.imagePulls.Delay != tc.want.Delay) {
+			t.Errorf("BENCH_PULL_DELAY=%q: got %+v, want %+v", tc.value, p.imagePulls, tc.want)
+		}
+	}
+	for _, value := range []string{"5", "-1s"} {
+		t.Setenv("BENCH_PULL_DELAY", value)
+		if _, err := loadParams(); err == nil || !strings.Contains(err.Error(), "BENCH_PULL_DELAY") {
+			t.Errorf("BENCH_PULL_DELAY=%s: got %v, want an error naming it", value, err)
 		}
 	}
 }

@@ -51,7 +51,8 @@ func newSession(ctx context.Context, p params, heartbeat localcluster.Heartbeat)
 	}
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
-	opts := harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes, NodeHeartbeat: heartbeat.Interval, NodeLeases: heartbeat.Leases}
+	opts := harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes, NodeHeartbeat: heartbeat.Interval, NodeLeases: heartbeat.Leases,
+		ImagePulls: p.imagePulls}
 	if _, err := h.StartCluster(ctx, opts); err != nil {
 		return nil, errors.Join(err, h.Close())
 	}

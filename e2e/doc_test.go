@@ -12,6 +12,10 @@
 //
 // Scenarios, one file each:
 //   - cluster_test.go: the cluster itself: loopback only, cut-off nodes.
+//   - pullsim_test.go: modelled image pulls: a new image's pod waits for
+//     its pull, the next one on the node does not; a missing image's pod
+//     shows ErrImagePull and ImagePullBackOff; a pre-pull Job's pull serves
+//     a later DaemonSet pod on its node.
 //   - ota_test.go: the OTA walk-through over REST and gRPC.
 //   - auto_test.go: `auto` upgrades connected nodes, the others on return.
 //   - rolling_test.go: AdvancedRollingUpdate stays within max-unavailable.

@@ -98,6 +98,11 @@ type ClusterOptions struct {
 	// NodeLeases makes the nodes heartbeat as kubelets do: node Leases every
 	// 10 s, status every 5 minutes (see localcluster.Heartbeat).
 	NodeLeases bool
+	// ImagePulls, when set, models image pulls: a pod waits for its node to
+	// pull its images before it starts, missing images and flaky registries
+	// fail as on a kubelet (see localcluster.ImagePulls). The simulator runs
+	// in this process until Close. Nil starts every pod at once.
+	ImagePulls *localcluster.ImagePulls
 }
 
 // StartCluster creates the run's cluster, kwokctl's output going to
@@ -111,7 +116,7 @@ func (h *Harness) StartCluster(ctx context.Context, opts ClusterOptions) (remove
 	}
 	clusterOpts := localcluster.Options{
 		Root: h.Root, Name: opts.Name, Kubeconfig: opts.Kubeconfig, Nodes: opts.Nodes,
-		NodeHeartbeat: opts.NodeHeartbeat, NodeLeases: opts.NodeLeases, Log: h.clusterLog,
+		NodeHeartbeat: opts.NodeHeartbeat, NodeLeases: opts.NodeLeases, ImagePulls: opts.ImagePulls, Log: h.clusterLog,
 	}
 	if h.lock != nil {
 		if removedLeftover, err = localcluster.RemoveLeftover(ctx, clusterOpts); err != nil {

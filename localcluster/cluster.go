@@ -60,6 +60,12 @@ type Options struct {
 	// renewed every 10 s and the status written every 5 minutes (see
 	// Heartbeat, and what a cut-off node does then).
 	NodeLeases bool
+	// ImagePulls, when set, models image pulls: a pod whose node has not
+	// pulled its images waits for their pulls before KWOK starts it, and
+	// missing images and flaky registries fail as on a kubelet (see
+	// ImagePulls). A simulator in this process carries them out until
+	// Delete. Nil starts every pod at once, as KWOK alone does.
+	ImagePulls *ImagePulls
 }
 
 // Cluster is a running local cluster.
@@ -75,16 +81,20 @@ type Cluster struct {
 	// Tools locates the binaries.
 	Tools Tools
 
-	workDir   string
-	log       io.Writer
-	heartbeat Heartbeat
+	workDir    string
+	log        io.Writer
+	heartbeat  Heartbeat
+	imagePulls *ImagePulls
+	// pulls is the running image pull simulator, with ImagePulls.
+	pulls *pullSimulator
 }
 
 // Create starts a cluster with kwokctl's binary runtime and adds opts.Nodes
-// edge nodes, waiting until they are Ready. A start whose components do not
-// all come up (e.g. a port taken between kwokctl's choice and the bind, when
-// clusters start side by side) is deleted and tried again, up to
-// createAttempts times. On failure it deletes what it started.
+// edge nodes, waiting until they are Ready; with opts.ImagePulls it then
+// starts the image pull simulator, before any pod is created. A start whose
+// components do not all come up (e.g. a port taken between kwokctl's choice
+// and the bind, when clusters start side by side) is deleted and tried
+// again, up to createAttempts times. On failure it deletes what it started.
 func Create(ctx context.Context, opts Options) (*Cluster, error) {
 	if runtime.GOOS != "linux" {
 		return nil, ErrNeedsLinux
@@ -92,6 +102,11 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 	c := newCluster(opts)
 	if err := c.heartbeat.Validate(); err != nil {
 		return nil, err
+	}
+	if c.imagePulls != nil {
+		if err := c.imagePulls.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.Tools.Check(ClusterBinaries...); err != nil {
 		return nil, err
@@ -119,6 +134,11 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if err := c.AddNodes(ctx, names...); err != nil {
 		return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+	}
+	if c.imagePulls != nil {
+		if c.pulls, err = startPullSimulator(ctx, c.Client, *c.imagePulls, c.log); err != nil {
+			return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+		}
 	}
 	return c, nil
 }
@@ -153,6 +173,7 @@ func newCluster(opts Options) *Cluster {
 		workDir:    filepath.Join(opts.Root, ".kwok"),
 		log:        opts.Log,
 		heartbeat:  Heartbeat{Leases: opts.NodeLeases, Interval: opts.NodeHeartbeat},
+		imagePulls: opts.ImagePulls,
 	}
 	if c.Kubeconfig == "" {
 		c.Kubeconfig = filepath.Join(c.workDir, opts.Name+".kubeconfig")
@@ -165,7 +186,7 @@ func newCluster(opts Options) *Cluster {
 
 func (c *Cluster) create(ctx context.Context) error {
 	config := c.configPath()
-	if err := writeConfig(config, c.heartbeat); err != nil {
+	if err := writeConfig(config, c.heartbeat, c.imagePulls != nil); err != nil {
 		return err
 	}
 	ports, err := proc.FreePorts(5)
@@ -232,9 +253,13 @@ func (c *Cluster) connect() error {
 	return nil
 }
 
-// Delete stops every process of the cluster and removes its files, the
-// kubeconfig included.
+// Delete stops the image pull simulator, if it runs, and every process of
+// the cluster, and removes its files, the kubeconfig included.
 func (c *Cluster) Delete(ctx context.Context) error {
+	if c.pulls != nil {
+		c.pulls.stop()
+		c.pulls = nil
+	}
 	if err := c.kwokctl(ctx, "delete", "cluster"); err != nil {
 		return fmt.Errorf("deleting local cluster %q: %w", c.Name, err)
 	}

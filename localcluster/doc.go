@@ -8,6 +8,12 @@
 // checked through /proc. On any other OS the package builds, so that what
 // imports it builds and vets, but Create returns ErrNeedsLinux.
 //
+// With Options.ImagePulls the cluster also models image pulls: a pod whose
+// node has not pulled its images waits for them before KWOK starts it, and
+// missing images and flaky registries fail as on a kubelet. A simulator in
+// the process that created the cluster carries that out (see ImagePulls for
+// how, and what it leaves out); without the option every pod starts at once.
+//
 // Everything lives inside the checkout: kwokctl's work dir is .kwok/ and each
 // cluster's kubeconfig is a file there, never ~/.kube/config. Every component
 // listens on loopback only.
@@ -31,4 +37,8 @@
 //   - restart_linux.go: stopping a component and starting it again (API
 //     server restarts mid-rollout; kwok-controller with another heartbeat,
 //     SetHeartbeat).
+//   - pulls.go: modelled image pulls: their options (ImagePulls), what a
+//     pod waits for and the kubelet's messages; pullsim.go: the simulator
+//     that carries them out (one pod informer, bounded writers, timers);
+//     stages.go gates the stages that start a pod on its pull.
 package localcluster

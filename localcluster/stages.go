@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 )
 
 // stageFiles are the kwokctl configuration (loopback binding), kwok-controller's
@@ -31,8 +32,9 @@ const kwokctlConfigFile = "stages/kwok.yaml"
 
 // writeConfig writes the kwokctl configuration and all stages into one
 // multi-document YAML file at path, with the node-heartbeat stage's delay
-// for heartbeat.
-func writeConfig(path string, heartbeat Heartbeat) error {
+// for heartbeat, and the stages that start a pod gated on its pull when
+// pulls says image pulls are modelled (withPullGate).
+func writeConfig(path string, heartbeat Heartbeat, pulls bool) error {
 	names, err := fs.Glob(stageFiles, "stages/*.yaml")
 	if err != nil {
 		return fmt.Errorf("listing the embedded stages: %w", err)
@@ -52,6 +54,11 @@ func writeConfig(path string, heartbeat Heartbeat) error {
 	config, err := withHeartbeat(buf.Bytes(), heartbeat)
 	if err != nil {
 		return err
+	}
+	if pulls {
+		if config, err = withPullGate(config); err != nil {
+			return err
+		}
 	}
 	if err := os.WriteFile(path, config, 0o644); err != nil {
 		return fmt.Errorf("writing the kwokctl configuration: %w", err)
@@ -80,6 +87,55 @@ func withHeartbeat(config []byte, heartbeat Heartbeat) ([]byte, error) {
 	}
 	if found != 1 {
 		return nil, fmt.Errorf("the configuration holds %d node-heartbeat stages, want 1", found)
+	}
+	return bytes.Join(docs, []byte("\n---\n")), nil
+}
+
+// pullGatedStages are the pod stages that start a pod: each takes a Pending
+// pod on, as a kubelet starts its containers once their images are there.
+// With image pulls modelled (ImagePulls) each also selects PulledAnnotation,
+// which the pull simulator sets once the pod's node holds its images: until
+// then no stage starts the pod. The stages of running pods (pod-complete,
+// pod-ready-again) and pod-delete need no gate: a pod gets there only once
+// started, or deleted.
+var pullGatedStages = []string{"pod-ready", "pod-crashloop", "pod-never-ready", "pod-pull-fail"}
+
+// pullGate is the selector expression each of pullGatedStages gets, first
+// among its matchExpressions.
+const pullGate = "    - key: '.metadata.annotations[\"" + PulledAnnotation + "\"]'\n" +
+	"      operator: 'In'\n" +
+	"      values:\n" +
+	"      - 'true'\n"
+
+// stageNames matches a Stage's name in its document.
+var stageNames = regexp.MustCompile(`(?m)^kind: Stage\nmetadata:\n  name: (\S+)\n`)
+
+// selectorStart opens a stage's selector expressions.
+const selectorStart = "  selector:\n    matchExpressions:\n"
+
+// withPullGate returns config, YAML documents, with pullGate added to the
+// selector of each of pullGatedStages, which it must hold once each.
+func withPullGate(config []byte) ([]byte, error) {
+	docs := bytes.Split(config, []byte("\n---\n"))
+	gated := map[string]int{}
+	for i, doc := range docs {
+		m := stageNames.FindSubmatch(doc)
+		if m == nil || !slices.Contains(pullGatedStages, string(m[1])) {
+			continue
+		}
+		name := string(m[1])
+		gated[name]++
+		at := bytes.Index(doc, []byte(selectorStart))
+		if at < 0 {
+			return nil, fmt.Errorf("stage %s has no selector expressions to gate on image pulls", name)
+		}
+		at += len(selectorStart)
+		docs[i] = bytes.Join([][]byte{doc[:at], []byte(pullGate), doc[at:]}, nil)
+	}
+	for _, name := range pullGatedStages {
+		if gated[name] != 1 {
+			return nil, fmt.Errorf("the configuration holds %d stages %s, want 1", gated[name], name)
+		}
 	}
 	return bytes.Join(docs, []byte("\n---\n")), nil
 }

@@ -66,11 +66,17 @@ func TestBadImageStagesMatchTheirLists(t *testing.T) {
 	}
 }
 
-// readConfig is writeConfig's file for heartbeat.
+// readConfig is writeConfig's file for heartbeat, without image pulls.
 func readConfig(t *testing.T, heartbeat Heartbeat) []byte {
 	t.Helper()
+	return readConfigWith(t, heartbeat, false)
+}
+
+// readConfigWith is writeConfig's file for heartbeat and pulls.
+func readConfigWith(t *testing.T, heartbeat Heartbeat, pulls bool) []byte {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kwok.yaml")
-	if err := writeConfig(path, heartbeat); err != nil {
+	if err := writeConfig(path, heartbeat, pulls); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)
@@ -254,5 +260,56 @@ func TestWithKwokFlags(t *testing.T) {
 	want = []string{"/bin/kwok", "--kubeconfig=/k", "--config=/c", "--node-lease-duration-seconds=0", "--manage-all-nodes=true"}
 	if !slices.Equal(status, want) {
 		t.Errorf("back to status heartbeats: got %q, want %q", status, want)
+	}
+}
+
+// TestPullGateOnTheStagesThatStartPods: with image pulls modelled, every pod
+// stage that takes a Pending pod on selects PulledAnnotation, and no other
+// stage does; the gate is all that changes, and without pulls the
+// configuration is what it was.
+func TestPullGateOnTheStagesThatStartPods(t *testing.T) {
+	for _, heartbeat := range []Heartbeat{{}, {Leases: true}} {
+		plain, gated := readConfigWith(t, heartbeat, false), readConfigWith(t, heartbeat, true)
+		if bytes.Contains(plain, []byte(PulledAnnotation)) {
+			t.Errorf("%+v: the configuration without image pulls names %s", heartbeat, PulledAnnotation)
+		}
+		if got := bytes.ReplaceAll(gated, []byte(pullGate), nil); !bytes.Equal(got, plain) {
+			t.Errorf("%+v: the configuration with image pulls differs by more than the gate", heartbeat)
+		}
+		var names []string
+		for key, doc := range configDocs(t, gated) {
+			name, ok := strings.CutPrefix(key, "Stage/")
+			if !ok {
+				continue
+			}
+			if kind, _, _ := unstructured.NestedString(doc, "spec", "resourceRef", "kind"); kind != "Pod" {
+				continue
+			}
+			exprs, _, _ := unstructured.NestedSlice(doc, "spec", "selector", "matchExpressions")
+			startsPods, hasGate := false, false
+			for _, e := range exprs {
+				expr := e.(map[string]any)
+				values := fmt.Sprint(expr["values"])
+				switch expr["key"] {
+				case ".status.phase":
+					startsPods = expr["operator"] == "In" && values == "[Pending]"
+				case `.metadata.annotations["` + PulledAnnotation + `"]`:
+					hasGate = expr["operator"] == "In" && values == "[true]"
+				}
+			}
+			if startsPods != hasGate {
+				t.Errorf("%+v: stage %s: takes Pending pods on: %t, gated on their pull: %t; want both or neither", heartbeat, name, startsPods, hasGate)
+			}
+			if hasGate {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		if want := slices.Sorted(slices.Values(pullGatedStages)); !slices.Equal(names, want) {
+			t.Errorf("%+v: got gated stages %q, want %q", heartbeat, names, want)
+		}
+	}
+	if _, err := withPullGate([]byte("kind: Stage\nmetadata:\n  name: pod-ready\n")); err == nil {
+		t.Errorf("a configuration without the stages to gate: got nil, want an error")
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // examplesReadyTimeout bounds the wait for the examples' pods: seconds with
-// KWOK's delay-free stages.
+// KWOK's delay-free stages, plus the pull delay when pulls are modelled.
 const examplesReadyTimeout = 2 * time.Minute
 
 // example is one DaemonSet of deploy/examples, as the guide shows it.
@@ -28,13 +28,14 @@ type example struct {
 }
 
 // applyExamples applies the kustomize directory server-side, waits until
-// every opted-in DaemonSet is ready on every node and returns them.
-func applyExamples(ctx context.Context, c *localcluster.Cluster, dir string, agentNode string) ([]example, error) {
+// every opted-in DaemonSet is ready on every node (at most timeout) and
+// returns them.
+func applyExamples(ctx context.Context, c *localcluster.Cluster, dir string, agentNode string, timeout time.Duration) ([]example, error) {
 	if _, err := c.Kubectl(ctx, "apply", "--server-side", "-k", dir); err != nil {
 		return nil, fmt.Errorf("applying the examples: %w", err)
 	}
 	var examples []example
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, examplesReadyTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := c.Client.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err

@@ -23,6 +23,7 @@ func main() {
 	flag.StringVar(&opts.examples, "examples", "deploy/examples", "kustomize directory of the example DaemonSets, relative to the checkout root")
 	flag.IntVar(&opts.nodes, "nodes", 3, "how many simulated edge nodes")
 	flag.IntVar(&opts.agentPort, "agent-port", 10267, "loopback port of the node agent")
+	flag.DurationVar(&opts.pullDelay, "pull-delay", 0, "model image pulls, each taking this long on a node that has not pulled the image (localcluster.ImagePulls); 0 starts every pod at once")
 	flag.Parse()
 
 	surviveClosedOutput()

@@ -39,6 +39,8 @@ type options struct {
 	examples  string
 	nodes     int
 	agentPort int
+	// pullDelay, when positive, models image pulls, each taking this long.
+	pullDelay time.Duration
 }
 
 // session is one `make run`: the harness's run, and what the guide shows.
@@ -88,9 +90,12 @@ func (s *session) up(ctx context.Context, opts options) error {
 	}
 	s.step("Starting the local cluster (%d edge nodes) ...", opts.nodes)
 	start := time.Now()
-	removed, err := s.h.StartCluster(ctx, harness.ClusterOptions{
-		Name: clusterName, Kubeconfig: filepath.Join(s.h.Root, kubeconfig), Nodes: opts.nodes,
-	})
+	clusterOpts := harness.ClusterOptions{Name: clusterName, Kubeconfig: filepath.Join(s.h.Root, kubeconfig), Nodes: opts.nodes}
+	if opts.pullDelay > 0 {
+		s.step("Image pulls modelled: %s for each image a node has not pulled yet.", opts.pullDelay)
+		clusterOpts.ImagePulls = &localcluster.ImagePulls{Delay: opts.pullDelay}
+	}
+	removed, err := s.h.StartCluster(ctx, clusterOpts)
 	if removed {
 		s.step("Removed the cluster left by an earlier run that did not stop cleanly.")
 	}
@@ -116,7 +121,7 @@ func (s *session) up(ctx context.Context, opts options) error {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(s.h.Root, dir)
 	}
-	examples, err := applyExamples(ctx, s.h.Cluster, dir, s.agentNode)
+	examples, err := applyExamples(ctx, s.h.Cluster, dir, s.agentNode, examplesReadyTimeout+opts.pullDelay)
 	if err != nil {
 		return err
 	}
