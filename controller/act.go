@@ -8,9 +8,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/decision"
@@ -48,7 +50,7 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 	if cfg.Strategy == rollout.StrategyOTA {
 		tasks = c.markOffers(ds, t, r, d)
 	} else {
-		tasks = c.showHoldLimits(ds, r)
+		tasks = append(c.showHoldLimits(ds, r), c.pullTasks(ds, key, r, d)...)
 	}
 	if cfg.AgentProof {
 		tasks = append(tasks, c.challenge(r)...)
@@ -143,13 +145,19 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Rollout, d *decision.Decision) []func(context.Context) error {
 	target := r.Target()
 	offers := offerCache{}
+	start := pullsOf(d)
 	var tasks []func(context.Context) error
 	for _, p := range c.podsOf(ds.UID) {
 		if p.Terminating {
 			continue
 		}
-		if task := c.prePullTask(ds, target, p); task != nil {
+		if task := c.prePullTask(ds, target, r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node)); task != nil {
 			tasks = append(tasks, task)
+		}
+		for _, job := range c.prePullJobsOf(p.UID) {
+			if task := c.checkPodless(ds, t.key, target.Hash, job); task != nil {
+				tasks = append(tasks, task)
+			}
 		}
 		want, ok := r.NeedUpgrade(d, &p.Pod, t.record.Durable(p.Node))
 		if !ok {
@@ -168,6 +176,60 @@ func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Ro
 		tasks = append(tasks, c.writeCondition(p, writeNeedUpgrade, podcondition.NeedUpgrade, want, offer))
 	}
 	return tasks
+}
+
+// pullTasks returns, for AdvancedRollingUpdate, the work of the pulls: the
+// pre-downloads the decision starts, and the Jobs already there (their
+// results, their cleanup). OTA serves them with the offers (markOffers).
+func (c *Controller) pullTasks(ds *appsv1.DaemonSet, key string, r *decision.Rollout, d *decision.Decision) []func(context.Context) error {
+	start := pullsOf(d)
+	pods := map[types.UID]*podRecord{}
+	for _, take := range d.Pull {
+		if p := c.record(take.Pod); p != nil {
+			pods[p.UID] = p
+		}
+	}
+	for _, obj := range c.jobIndexer.List() {
+		job := obj.(*batchv1.Job)
+		if job.Namespace != ds.Namespace {
+			continue
+		}
+		for i := range job.OwnerReferences {
+			ref := &job.OwnerReferences[i]
+			if o, ok, _ := c.podIndexer.GetByKey(job.Namespace + "/" + ref.Name); ok && isKind(ref, podKind) {
+				if p := o.(*podRecord); p.UID == ref.UID && p.Owner == ds.UID && !p.Terminating {
+					pods[p.UID] = p
+				}
+			}
+		}
+	}
+	var tasks []func(context.Context) error
+	for _, p := range pods {
+		if task := c.prePullTask(ds, r.Target(), r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node)); task != nil {
+			tasks = append(tasks, task)
+		}
+		for _, job := range c.prePullJobsOf(p.UID) {
+			if task := c.checkPodless(ds, key, r.Target().Hash, job); task != nil {
+				tasks = append(tasks, task)
+			}
+		}
+	}
+	return tasks
+}
+
+// pullsOf are the pods whose pre-download the decision starts.
+func pullsOf(d *decision.Decision) map[types.UID]bool {
+	start := make(map[types.UID]bool, len(d.Pull))
+	for _, take := range d.Pull {
+		start[take.Pod.UID] = true
+	}
+	return start
+}
+
+// pullFailedFor reports whether the node's pull failed for good, as recorded.
+func pullFailedFor(r *decision.Rollout, node string) bool {
+	s, _ := r.State(node)
+	return s == decision.StatePullFailed
 }
 
 // offerCache encodes each distinct offer of a sync once: offers differ

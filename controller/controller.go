@@ -94,6 +94,7 @@ type Controller struct {
 	leases       *leases.Watcher
 	leaseClient  kubernetes.Interface
 	challenges   *challenges
+	rejections   *pullRejections
 	eventMemo    *eventMemo
 	// logger is NewController's: the informers' handlers have no context.
 	logger klog.Logger
@@ -215,6 +216,7 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 		expect:     newExpectations(),
 		statuses:   newStatusWrites(),
 		challenges: newChallenges(),
+		rejections: &pullRejections{why: map[string]string{}, checked: map[types.UID]bool{}},
 		eventMemo:  newEventMemo(),
 		logger:     klog.FromContext(ctx),
 	}

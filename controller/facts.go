@@ -20,7 +20,7 @@ import (
 // factsOf gathers, for the DaemonSet's decision at now, one node's facts
 // from the caches and from what this process knows the caches may not show
 // yet (its deletions, its challenges, the Leases it read).
-func (c *Controller) factsOf(ds *appsv1.DaemonSet, key string, now time.Time) decision.FactsFunc {
+func (c *Controller) factsOf(ds *appsv1.DaemonSet, key string, target decision.Target, now time.Time) decision.FactsFunc {
 	return func(name string) decision.NodeFacts {
 		node, err := c.nodeLister.Get(name)
 		if err != nil {
@@ -40,6 +40,9 @@ func (c *Controller) factsOf(ds *appsv1.DaemonSet, key string, now time.Time) de
 		for _, p := range f.Pods {
 			if p.Answer != "" && c.challenges.answered(p.UID, p.Answer) {
 				f.Answered = p.UID
+			}
+			if !p.Terminating && !target.UpToDate(p) {
+				f.Pull = c.pullOf(p, target.Hash)
 			}
 		}
 		if node != nil {

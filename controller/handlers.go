@@ -51,7 +51,7 @@ func (c *Controller) addHandlers(ds, revisions, pods, prePullPods, nodes, jobs, 
 		}},
 		{"jobs", jobs, ownedHandler(func(obj any) {
 			if job, ok := obj.(*batchv1.Job); ok {
-				c.enqueueBatched(c.daemonSetKeyForJob(job))
+				c.jobChanged(job)
 			}
 		})},
 		// The records are the controller's own writes: an event of its own
@@ -223,7 +223,20 @@ func (c *Controller) enqueuePrePullPodOwner(obj any) {
 	if err != nil || job.UID != ref.UID {
 		return
 	}
-	c.enqueueBatched(c.daemonSetKeyForJob(job))
+	c.jobChanged(job)
+}
+
+// jobChanged marks a pre-pull Job's node dirty in its DaemonSet's rollout
+// (the node's pull is one of its facts) and enqueues the DaemonSet, batched.
+func (c *Controller) jobChanged(job *batchv1.Job) {
+	key := c.daemonSetKeyForJob(job)
+	if key == "" {
+		return
+	}
+	if node := job.Spec.Template.Spec.NodeName; node != "" {
+		c.markDirty(key, node)
+	}
+	c.enqueueBatched(key)
 }
 
 // updateNode marks the node dirty in every DaemonSet it is a node of (a pod

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -21,16 +24,26 @@ import (
 	"github.com/edgeota/edgeota/rollout"
 )
 
-// prePullTask returns the work that serves the pod's pre-pull request, or nil
-// when there is none: it removes a PodImageReady naming another revision than
-// the target (so the agent's upgrade gate only sees pulls for the current
-// one), abandons Jobs no request needs any more, creates the Job a request
-// needs, and writes its result once the Job's pod shows it.
-func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, pod *podRecord) func(context.Context) error {
+// prePullTask returns the work that serves the pod's pulls, or nil when
+// there is none:
+//   - the owner's request (PodImageReady=False naming the target, whatever
+//     its reason but a failure's: edgeota's agent says PullImageRequested,
+//     OpenYurt's yurthub gives no reason at all): the Job is created, and its
+//     result written into PodImageReady once its pod shows it, True or False;
+//   - a pre-download the decision asks for (start): the Job is created,
+//     labelled as the controller's; once its images are pulled,
+//     PodImageReady=True (the owner's view shows PULLED), and the Job goes;
+//     a failure is never written into PodImageReady (the owner's contract:
+//     a pull the owner did not ask for never blocks the owner's upgrade):
+//     the decision records it, and the Job goes once it has (failed);
+//   - a PodImageReady naming another revision than the target is removed
+//     (the agent's upgrade gate only sees pulls for the current one), and
+//     Jobs no pull needs any more are deleted.
+func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg *decision.Settings, pod *podRecord, start, failed bool) func(context.Context) error {
 	target := rev.Hash
 	cond := pod.ImageReady
 	jobs := c.prePullJobsOf(pod.UID)
-	if cond.Status == "" && len(jobs) == 0 {
+	if cond.Status == "" && len(jobs) == 0 && !start {
 		return nil // the common case, kept cheap
 	}
 	if rev.Images != nil && !maps.Equal(rev.Images, podchannel.ImagesOf(&ds.Spec.Template.Spec)) {
@@ -47,30 +60,39 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, pod
 		revision, named = podcondition.Revision(cond.Message)
 	}
 	stale := named && revision != target
-	// A request is PodImageReady=False naming the target, whatever its
-	// reason but a failure's: edgeota's agent says PullImageRequested,
-	// OpenYurt's yurthub gives no reason at all.
+	pulled := named && revision == target && cond.Status == string(corev1.ConditionTrue)
 	requested := named && revision == target && cond.Status == string(corev1.ConditionFalse) &&
 		cond.Reason != podcondition.ReasonPullImageFail && pod.Bound
 
+	name := prePullJobName(pod, target)
 	var job *batchv1.Job
 	var obsolete []*batchv1.Job
-	name := ""
-	if requested {
-		name = prePullJobName(pod, target)
-	}
 	for _, j := range jobs {
-		if requested && j.Name == name {
+		if j.Name == name && j.Labels[PrePullRevisionLabel] == target &&
+			(requested || j.Labels[PrePullByLabel] == prePullByController && cfg.PreDownload && !pulled && !failed) {
 			job = j
 		} else {
 			obsolete = append(obsolete, j)
 		}
 	}
+	byController := !requested
 	outcome, why := pullPending, ""
 	if job != nil {
-		outcome, why = judgePull(job, c.jobPods(job.UID))
+		timeout := time.Duration(0) // a pre-download's timeout is the decision's
+		if requested {
+			timeout = cfg.PullTimeout
+		}
+		outcome, why = judgePull(job, c.jobPods(job.UID), c.now(), timeout)
 	}
-	act := requested && (job == nil || outcome != pullPending)
+	var act bool
+	switch {
+	case requested:
+		// The owner's request: created, or its result written.
+		act = job == nil || outcome != pullPending
+	case byController:
+		// A pre-download: created when asked, its success written.
+		act = job == nil && start && !pulled && pod.Bound || job != nil && outcome == pullSucceeded
+	}
 	if !stale && !act && len(obsolete) == 0 {
 		return nil
 	}
@@ -89,7 +111,7 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, pod
 			errs = append(errs, c.deleteJob(ctx, ds, j))
 		}
 		if act {
-			errs = append(errs, c.servePrePull(ctx, ds, target, pod, job, outcome, why))
+			errs = append(errs, c.servePrePull(ctx, ds, target, pod, job, outcome, why, byController))
 		}
 		return errors.Join(errs...)
 	}
@@ -98,10 +120,10 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, pod
 // servePrePull creates the pod's pre-pull Job, or writes the result of the one
 // that finished and deletes it.
 func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, target string, pod *podRecord,
-	job *batchv1.Job, outcome pullOutcome, why string) error {
+	job *batchv1.Job, outcome pullOutcome, why string, byController bool) error {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KRef(pod.Namespace, pod.Name), "node", pod.Node)
 	if job == nil {
-		want := prePullJob(ds, pod, target)
+		want := prePullJob(ds, pod, target, byController)
 		_, err := c.client.BatchV1().Jobs(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.IsAlreadyExists(err) {
 			return nil // created by an earlier sync whose Job the cache does not show yet
@@ -115,15 +137,21 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 	}
 
 	result := decision.Condition{Status: string(corev1.ConditionTrue), Reason: podcondition.ReasonPullImageSuccess, Message: podcondition.RevisionMessage(target)}
+	if outcome == pullFailed && byController {
+		return nil // never the owner's condition: the decision records it
+	}
 	if outcome == pullFailed {
 		result = decision.Condition{Status: string(corev1.ConditionFalse), Reason: podcondition.ReasonPullImageFail, Message: podcondition.FailureMessage(target, why)}
 	}
 	if err := c.writeCondition(pod, writeImageReady, podcondition.ImageReady, result, nil)(ctx); err != nil {
 		return err
 	}
-	if outcome == pullFailed {
+	switch {
+	case outcome == pullFailed:
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-pull for pod %s on node %s failed: %s", pod.Name, pod.Node, why)
-	} else {
+	case !byController:
+		// The owner's pull; a pre-download's success is counted in the
+		// rollout status, not an event per node.
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonPrePullSucceeded, "Pre-pulled revision %s for pod %s on node %s", target, pod.Name, pod.Node)
 	}
 	logger.V(2).Info("Pre-pull finished", "job", klog.KObj(job), "succeeded", outcome == pullSucceeded)
@@ -163,4 +191,97 @@ func (c *Controller) prePullJobsOf(pod types.UID) []*batchv1.Job {
 		}
 	}
 	return jobs
+}
+
+// pullOf reads where the pull of the target's images for the node's old pod
+// stands: done once its PodImageReady is True naming the target, else as its
+// pre-pull Job's pods say (a pre-download's timeout is the decision's).
+func (c *Controller) pullOf(pod *decision.Pod, target string) decision.Pull {
+	if c := pod.ImageReady; c.Status == string(corev1.ConditionTrue) {
+		if rev, ok := podcondition.Revision(c.Message); ok && rev == target {
+			return decision.Pull{State: decision.PullDone}
+		}
+	}
+	for _, job := range c.prePullJobsOf(pod.UID) {
+		if job.Labels[PrePullRevisionLabel] != target {
+			continue
+		}
+		p := decision.Pull{State: decision.PullPending, Since: job.CreationTimestamp.Time, ByController: job.Labels[PrePullByLabel] == prePullByController}
+		switch outcome, why := judgePull(job, c.jobPods(job.UID), c.now(), 0); outcome {
+		case pullSucceeded:
+			p.State = decision.PullDone
+		case pullFailed:
+			p.State, p.Why = decision.PullFailed, why
+		}
+		return p
+	}
+	return decision.Pull{}
+}
+
+// podlessGrace is how long a pre-pull Job may go without a pod before the
+// controller asks why: the Job controller makes its pod within a second or
+// two, unless admission refuses it.
+const podlessGrace = 15 * time.Second
+
+// pullRejections remembers, per DaemonSet and revision, why admission
+// refuses its pre-download Jobs' pods (a namespace enforcing a Pod Security
+// level they do not meet, a quota): the rollout then goes on without
+// pre-download, as it would without the annotation, rather than wait for
+// pulls that never start. And which podless Jobs were asked about already.
+type pullRejections struct {
+	mu      sync.Mutex
+	why     map[string]string
+	checked map[types.UID]bool
+}
+
+func (p *pullRejections) key(ds types.UID, target string) string { return string(ds) + "/" + target }
+
+// rejected says why the DaemonSet's pre-downloads of target are refused, ""
+// when they are not.
+func (p *pullRejections) rejected(ds types.UID, target string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.why[p.key(ds, target)]
+}
+
+// checkPodless returns the work that asks why a pre-download Job made no pod,
+// once per Job, nil when there is nothing to ask: its events (FailedCreate)
+// name the refusal. A refusal turns pre-download off for the revision, with a
+// Warning naming it, and syncs the DaemonSet.
+func (c *Controller) checkPodless(ds *appsv1.DaemonSet, key, target string, job *batchv1.Job) func(context.Context) error {
+	if job.Labels[PrePullByLabel] != prePullByController || len(c.jobPods(job.UID)) > 0 || job.Status.Active > 0 ||
+		c.now().Before(job.CreationTimestamp.Add(podlessGrace)) {
+		return nil
+	}
+	r := c.rejections
+	r.mu.Lock()
+	done := r.checked[job.UID]
+	r.checked[job.UID] = true
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		events, err := c.client.CoreV1().Events(job.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.uid", string(job.UID)),
+				fields.OneTermEqualSelector("reason", "FailedCreate")).String(),
+		})
+		if err != nil {
+			r.mu.Lock()
+			delete(r.checked, job.UID) // asked again at the next sync
+			r.mu.Unlock()
+			return fmt.Errorf("reading the events of pre-pull job %s/%s: %w", job.Namespace, job.Name, err)
+		}
+		if len(events.Items) == 0 {
+			return nil // slow, not refused
+		}
+		why := events.Items[len(events.Items)-1].Message
+		r.mu.Lock()
+		r.why[r.key(ds.UID, target)] = why
+		r.mu.Unlock()
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullRejected,
+			"Pre-download of revision %s refused in namespace %s (%s): the rollout goes on without it, each node pulling as it upgrades", target, job.Namespace, why)
+		c.queue.Add(key)
+		return nil
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -30,8 +32,9 @@ func requestedPod(hash string) *corev1.Pod {
 // prePullFor is the pod's pre-pull Job as the controller creates it, as the
 // cache shows it, with a UID.
 func prePullFor(pod *corev1.Pod, hash string) *batchv1.Job {
-	job := prePullJob(newDaemonSet(), podRecordOf(pod).(*podRecord), hash)
+	job := prePullJob(newDaemonSet(), podRecordOf(pod).(*podRecord), hash, false)
 	job.UID = types.UID(job.Name + "-uid")
+	job.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Minute))
 	return job
 }
 
@@ -248,6 +251,90 @@ func TestPrePullRequestWithoutReason(t *testing.T) {
 			}
 			if got := created == 1; got != tt.wantCreate {
 				t.Errorf("got %d Jobs created, want created=%v", created, tt.wantCreate)
+			}
+		})
+	}
+}
+
+// TestTransientPullErrorsWait: a pull the kubelet could not do yet for a
+// reason a retry may fix (a registry timeout) waits for the kubelet's
+// retries, until the pull timeout; one the registry answered for good fails
+// at once.
+func TestTransientPullErrorsWait(t *testing.T) {
+	timeout := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
+		Message: `failed to pull image "nginx:1.19.5": dial tcp 10.0.0.1:443: i/o timeout`}}
+	for _, tc := range []struct {
+		name string
+		age  time.Duration
+		want string // "" no write; else the status written
+	}{
+		{"young", time.Minute, ""},
+		{"past the timeout", 31 * time.Minute, "False"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := requestedPod(newHash)
+			job := prePullFor(pod, newHash)
+			job.CreationTimestamp = metav1.NewTime(time.Now().Add(-tc.age))
+			f := newFixture(t, prePullCluster(pod, job, jobPod(job, exited, timeout))...)
+			f.sync()
+			got := f.conditionPatches()["web"]
+			switch {
+			case tc.want == "" && len(got) != 0:
+				t.Errorf("got %v, want no result while the kubelet retries", got)
+			case tc.want != "" && (len(got) != 1 || got[0]["status"] != tc.want || !strings.Contains(got[0]["message"].(string), "not pulled within")):
+				t.Errorf("got %v, want PodImageReady %s saying it timed out", got, tc.want)
+			}
+		})
+	}
+	for reason, message := range map[string]string{"ErrImagePull": "manifest unknown", "ImagePullBackOff": `pull access denied, repository does not exist`,
+		"InvalidImageName": "bad"} {
+		if !finalPullError(reason, message) {
+			t.Errorf("%s %q: got transient, want final", reason, message)
+		}
+	}
+	if finalPullError("ErrImagePull", "connection reset by peer") {
+		t.Errorf("a reset connection: got final, want transient")
+	}
+}
+
+// TestPreDownloadNeverWritesAFailure: a pull the controller started ahead of
+// the node's turn writes PodImageReady=True once the images are on the node
+// (the owner sees PULLED), and never a failure, which would refuse the
+// owner's upgrade.
+func TestPreDownloadNeverWritesAFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		states []corev1.ContainerState
+		want   string
+	}{
+		{"pulled", []corev1.ContainerState{exited, running}, "True"},
+		{"failed", []corev1.ContainerState{exited, pullError}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("web", "edge-1", oldHash, offeredFor(newHash))
+			job := prePullJob(newDaemonSet(), podRecordOf(pod).(*podRecord), newHash, true)
+			job.UID, job.CreationTimestamp = types.UID(job.Name+"-uid"), metav1.NewTime(time.Now().Add(-time.Minute))
+			ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.PreDownloadAnnotation, "true"))
+			objs := withOffers(append(append([]runtime.Object{ds}, revisions()...), newNode("edge-1", corev1.ConditionTrue), pod, job,
+				jobPod(job, tc.states...)), "edge-1")
+			f := newFixture(t, objs...)
+			f.sync()
+			var ready []map[string]any
+			for _, c := range f.conditionPatches()["web"] {
+				if c["type"] == string(podcondition.ImageReady) {
+					ready = append(ready, c)
+				}
+			}
+			switch {
+			case tc.want == "" && len(ready) != 0:
+				t.Errorf("got %v, want no PodImageReady written for a failed pre-download", ready)
+			case tc.want != "" && (len(ready) != 1 || ready[0]["status"] != tc.want):
+				t.Errorf("got %v, want PodImageReady %s", ready, tc.want)
+			}
+			if tc.want == "" {
+				if s, _ := f.rollout().State("edge-1"); s != decision.StatePullFailed {
+					t.Errorf("got edge-1 %v, want its pull failed, no pod lost", s)
+				}
 			}
 		})
 	}

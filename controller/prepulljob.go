@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,21 +20,62 @@ const (
 	PrePullLabel = "edgeota.io/prepull"
 	// PrePullRevisionLabel names the revision hash a pre-pull Job pulls.
 	PrePullRevisionLabel = "edgeota.io/revision"
+	// PrePullByLabel says who asked for the pull: "controller" for a
+	// pre-download ahead of the node's turn, absent for the owner's
+	// imagepull. A pull the controller started never writes a failure into
+	// PodImageReady, the owner's condition.
+	PrePullByLabel      = "edgeota.io/prepull-by"
+	prePullByController = "controller"
 )
 
 // prePullTTLSeconds lets the Job controller clean up a finished pre-pull Job
 // the controller could not delete itself.
 const prePullTTLSeconds = 600
 
-// pullErrorReasons are the waiting reasons with which the kubelet reports that
-// it could not get a container's image.
-var pullErrorReasons = map[string]bool{
-	"ErrImagePull":              true,
-	"ImagePullBackOff":          true,
-	"InvalidImageName":          true,
-	"ErrImageNeverPull":         true,
-	"RegistryUnavailable":       true,
-	"SignatureValidationFailed": true,
+// Pull errors, as the kubelet reports them in a container's waiting reason
+// and message. The kubelet retries a failed pull itself, backing off to five
+// minutes, so a pull Job waits through transient errors (a registry timeout,
+// a reset connection, a registry unavailable for a while). An error is final
+// when no retry can help:
+//   - the image's name is invalid, or the node may never pull it
+//     (finalPullReasons);
+//   - the registry answered that the image does not exist or that it is not
+//     allowed (finalPullMessages in an ErrImagePull or ImagePullBackOff
+//     message);
+//   - the pull outlasted its timeout (edgeota.io/pre-download-timeout-seconds),
+//     whatever the errors.
+var (
+	pullErrorReasons = map[string]bool{
+		"ErrImagePull":              true,
+		"ImagePullBackOff":          true,
+		"InvalidImageName":          true,
+		"ErrImageNeverPull":         true,
+		"RegistryUnavailable":       true,
+		"SignatureValidationFailed": true,
+	}
+	finalPullReasons = map[string]bool{
+		"InvalidImageName":          true,
+		"ErrImageNeverPull":         true,
+		"SignatureValidationFailed": true,
+	}
+	finalPullMessages = []string{
+		"manifest unknown", "not found", "does not exist", "no such host", "unauthorized", "denied",
+		"forbidden", "invalid reference", "repository name must",
+	}
+)
+
+// finalPullError reports whether a pull error can only recur.
+func finalPullError(reason, message string) bool {
+	if finalPullReasons[reason] {
+		return true
+	}
+	m := strings.ToLower(message)
+	for _, f := range finalPullMessages {
+		if strings.Contains(m, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // prePullJobName is deterministic in the pod and the revision, so that a sync
@@ -48,8 +90,12 @@ func prePullJobName(pod *podRecord, target string) string {
 // prePullJob is a Job pinned to the pod's node whose containers use every image
 // of the DaemonSet's template, so that the node's kubelet pulls them. All
 // images run as regular containers: an init container that cannot start would
-// keep the others from being pulled.
-func prePullJob(ds *appsv1.DaemonSet, pod *podRecord, target string) *batchv1.Job {
+// keep the others from being pulled. Its pod passes the Pod Security
+// Standards' restricted profile (non-root, no privilege escalation, every
+// capability dropped, the runtime's default seccomp profile, no token, no
+// service links): a namespace that enforces it admits it. byController
+// labels a pre-download the controller started.
+func prePullJob(ds *appsv1.DaemonSet, pod *podRecord, target string, byController bool) *batchv1.Job {
 	template := &ds.Spec.Template.Spec
 	var containers []corev1.Container
 	for _, list := range [][]corev1.Container{template.InitContainers, template.Containers} {
@@ -61,10 +107,17 @@ func prePullJob(ds *appsv1.DaemonSet, pod *podRecord, target string) *batchv1.Jo
 				// Whether this runs does not matter: a started container
 				// proves the image was pulled.
 				Command: []string{"true"},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
 			})
 		}
 	}
 	labels := map[string]string{PrePullLabel: "true", PrePullRevisionLabel: target}
+	if byController {
+		labels[PrePullByLabel] = prePullByController
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      prePullJobName(pod, target),
@@ -84,12 +137,20 @@ func prePullJob(ds *appsv1.DaemonSet, pod *podRecord, target string) *batchv1.Jo
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					NodeName:                      pod.Node,
-					RestartPolicy:                 corev1.RestartPolicyNever,
-					Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					ImagePullSecrets:              template.ImagePullSecrets,
-					Containers:                    containers,
-					AutomountServiceAccountToken:  ptr.To(false),
+					NodeName:                     pod.Node,
+					RestartPolicy:                corev1.RestartPolicyNever,
+					Tolerations:                  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					ImagePullSecrets:             template.ImagePullSecrets,
+					Containers:                   containers,
+					AutomountServiceAccountToken: ptr.To(false),
+					// A user no image needs to define: an image that runs as
+					// root (most do) starts as nobody, which is all a pull
+					// needs.
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](65534),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
 					EnableServiceLinks:            ptr.To(false),
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
 				},
@@ -109,17 +170,27 @@ const (
 
 // judgePull reads the outcome from the Job pods' container statuses, not from
 // exit codes: a container that ran, whatever its exit code (an image without a
-// "true" binary fails to start), had its image pulled. A Job that completed ran
-// every container; one that failed otherwise pulled not all images. The
-// message says why a pull failed.
-func judgePull(job *batchv1.Job, pods []*corev1.Pod) (pullOutcome, string) {
+// "true" binary fails to start), or that the kubelet could not configure
+// after pulling (CreateContainerConfigError), had its image pulled. A Job that
+// completed ran every container; one that failed otherwise pulled not all
+// images. A pull error fails the pull only when final (finalPullError), or
+// once the pull has lasted timeout since the Job's creation (zero: never);
+// until then the kubelet retries. The message says why a pull failed.
+func judgePull(job *batchv1.Job, pods []*corev1.Pod, now time.Time, timeout time.Duration) (pullOutcome, string) {
 	want := len(job.Spec.Template.Spec.Containers)
+	var transient string
 	for _, pod := range pods {
 		started := 0
 		for _, st := range pod.Status.ContainerStatuses {
-			switch {
-			case st.State.Waiting != nil && pullErrorReasons[st.State.Waiting.Reason]:
-				return pullFailed, fmt.Sprintf("image %s: %s: %s", st.Image, st.State.Waiting.Reason, st.State.Waiting.Message)
+			switch w := st.State.Waiting; {
+			case w != nil && pullErrorReasons[w.Reason]:
+				why := fmt.Sprintf("image %s: %s: %s", st.Image, w.Reason, w.Message)
+				if finalPullError(w.Reason, w.Message) {
+					return pullFailed, why
+				}
+				transient = why
+			case w != nil && w.Reason == "CreateContainerConfigError":
+				started++ // pulled; the kubelet could not configure it
 			case st.State.Running != nil || st.State.Terminated != nil:
 				started++
 			}
@@ -138,6 +209,13 @@ func judgePull(job *batchv1.Job, pods []*corev1.Pod) (pullOutcome, string) {
 		case batchv1.JobFailed:
 			return pullFailed, fmt.Sprintf("job %s failed before its images were pulled: %s: %s", job.Name, cond.Reason, cond.Message)
 		}
+	}
+	if timeout > 0 && !now.Before(job.CreationTimestamp.Add(timeout)) {
+		why := fmt.Sprintf("not pulled within %s", timeout)
+		if transient != "" {
+			why += "; " + transient
+		}
+		return pullFailed, why
 	}
 	return pullPending, ""
 }

@@ -115,6 +115,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if !c.settingsValid(ds, key, err) {
 		return nil
 	}
+	if cfg.PreDownload && c.rejections.rejected(ds.UID, target.Hash) != "" {
+		cfg.PreDownload = false // admission refuses its Jobs: as without the annotation
+	}
 
 	t := c.trackerFor(key)
 	now := c.now()
@@ -176,8 +179,8 @@ func (c *Controller) refresh(ctx context.Context, t *tracker, ds *appsv1.DaemonS
 		t.record, t.uid, t.rollout = rec, ds.UID, nil
 		t.mu.Unlock()
 	}
-	facts := c.factsOf(ds, key, now)
-	basis := rolloutBasis(ds, cfg.Strategy, target)
+	facts := c.factsOf(ds, key, target, now)
+	basis := rolloutBasis(ds, &cfg, target)
 	if t.rollout == nil || t.basis != basis {
 		r := decision.New(cfg, target, rec.Ledger, rec.Adopt)
 		rec.Adopt = false
@@ -192,9 +195,9 @@ func (c *Controller) refresh(ctx context.Context, t *tracker, ds *appsv1.DaemonS
 // rolloutBasis is what a Rollout depends on beyond its nodes: a change to any
 // of it builds a new one. The rollout status is left out: the controller
 // writes it itself.
-func rolloutBasis(ds *appsv1.DaemonSet, strategy rollout.Strategy, target decision.Target) string {
+func rolloutBasis(ds *appsv1.DaemonSet, cfg *decision.Settings, target decision.Target) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|%s|%s|%d|%d", ds.UID, ds.Generation, strategy, target.Hash, target.Number, ds.Spec.MinReadySeconds)
+	fmt.Fprintf(&b, "%s|%d|%s|%s|%d|%d|%v", ds.UID, ds.Generation, cfg.Strategy, target.Hash, target.Number, ds.Spec.MinReadySeconds, cfg.PreDownload)
 	for _, k := range slices.Sorted(maps.Keys(ds.Annotations)) {
 		if k != rollout.RolloutStatusAnnotation {
 			fmt.Fprintf(&b, "|%s=%s", k, ds.Annotations[k])
@@ -214,6 +217,9 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 			}
 			c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonHoldEnded, "The owner's hold on pod %s on node %s %s at %s; the node is upgraded in its turn",
 				n.Pod.Name, n.Node, why, n.At.UTC().Format(time.RFC3339))
+		case decision.NoticePullFailed:
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-download on node %s failed for good; its old pod still serves, and it counts toward %s: %s",
+				n.Node, rollout.MaxFailedAnnotation, n.Why)
 		case decision.NoticeZoneInvalid:
 			if node, err := c.nodeLister.Get(n.Node); err == nil {
 				c.nodeEventOnChange(node, rollout.ReasonInvalidTimeZone, n.Err.Error()+"; windowed rollouts pass this node by until it is fixed")

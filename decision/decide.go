@@ -31,6 +31,9 @@ type Decision struct {
 	// entries are in the ledger, and PodNeedUpgrade=True may be written once
 	// they are.
 	Offered []string
+	// Pull are the old pods whose node should start pre-downloading the
+	// target's images now, within the parallelism.
+	Pull []Take
 	// Wake is when a verdict next changes by the clock alone, after now; zero
 	// when only an event can change one (budget, pause, halt, a node's
 	// return).
@@ -44,6 +47,9 @@ type Decision struct {
 	// Ready, when the rollout waits for the budget they hold: a Warning
 	// names them.
 	Waiting []string
+	// WaitingForPull counts the nodes the budget would take now but for
+	// their download.
+	WaitingForPull int
 }
 
 // Take is an old pod the rollout replaces.
@@ -58,6 +64,7 @@ type aheadMark struct {
 	takeableChanges uint64
 	limit           int
 	taken           int
+	pulled          int
 }
 
 // Decide decides at now, after Refresh. It records in the ledger the offers
@@ -76,6 +83,10 @@ func (r *Rollout) Decide(now time.Time) Decision {
 	d.Unavailable = r.counts[StateInFlight] + r.counts[StateFailed] + r.counts[StateOldDown] + r.counts[StateSettledDown]
 	d.Allowed = max(d.MaxUnavailable-d.Unavailable, 0)
 
+	// The pre-download gate: once the canary nodes settled, a node is taken
+	// only once its images are on it (or its pull timed out, when the
+	// settings say to take it then).
+	gate := r.cfg.PreDownload && r.updated() >= r.cfg.PullCanary
 	var heldBack, admitted int
 	if ota {
 		heldBack, admitted, d.Offered = r.offer(now, halted)
@@ -84,17 +95,21 @@ func (r *Rollout) Decide(now time.Time) Decision {
 			// AdvancedRollingUpdate would: within the budget (the owners'
 			// own upgrades in flight count against it), in the node's
 			// window, after any hold's limit.
-			ch := r.choose(d.Allowed, false)
-			d.Delete = ch.takes()
-			r.writeAhead(d.MaxUnavailable+len(d.Delete), false, len(d.Delete))
+			ch := r.choose(d.Allowed, false, gate)
+			d.Delete, d.WaitingForPull = ch.takes(), ch.waiting
+			r.writeAhead(d.MaxUnavailable+len(d.Delete), false, gate, len(d.Delete))
 		}
 	} else {
-		ch := r.choose(d.Allowed, true)
+		ch := r.choose(d.Allowed, true, gate)
 		heldBack, admitted = ch.heldBack, r.olds.Len()-(ch.heldBack-r.outside-r.zoneInvalid)
+		d.WaitingForPull = ch.waiting
 		if !halted && !r.cfg.Paused {
 			d.Delete = ch.takes()
-			r.writeAhead(d.MaxUnavailable+len(d.Delete), true, len(d.Delete))
+			r.writeAhead(d.MaxUnavailable+len(d.Delete), true, gate, len(d.Delete))
 		}
+	}
+	if gate && !halted && !r.cfg.Paused {
+		d.Pull = r.pulls(nodes)
 	}
 	if len(r.settledDown) > 0 && d.Allowed == 0 && r.olds.Len() > 0 && !halted && !r.cfg.Paused {
 		d.Waiting = sortedNames(r.settledDown)
@@ -116,6 +131,9 @@ type choice struct {
 	// heldBack counts the candidates the node selector or the partition
 	// keep on the old revision.
 	heldBack int
+	// waiting counts the candidates the limit would take now but for their
+	// download (the pre-download gate).
+	waiting int
 }
 
 func (ch *choice) takes() []Take {
@@ -148,7 +166,7 @@ func (r *Rollout) partitionQuota() int {
 // partition lets through uses up one of its quota, whether the clock lets it
 // go now or not (a node whose window is closed waits; the next one does not
 // take its place), so the partition keeps its exact meaning.
-func (r *Rollout) choose(limit int, partitioned bool) choice {
+func (r *Rollout) choose(limit int, partitioned, gate bool) choice {
 	ch := choice{heldBack: r.outside + r.zoneInvalid}
 	quota := -1
 	if partitioned {
@@ -156,15 +174,24 @@ func (r *Rollout) choose(limit int, partitioned bool) choice {
 	}
 	if quota < 0 {
 		for _, node := range sortedNames(r.downs) {
-			ch.replace = append(ch.replace, r.nodes[node])
+			if n := r.nodes[node]; r.ready(n, gate) {
+				ch.replace = append(ch.replace, n)
+			}
 		}
-		r.takeable.Ascend(func(node string) bool {
+		takeable := r.takeable
+		if gate {
+			takeable = r.takeablePulled // the gate passes only these
+		}
+		takeable.Ascend(func(node string) bool {
 			if len(ch.take) >= limit {
 				return false
 			}
 			ch.take = append(ch.take, r.nodes[node])
 			return true
 		})
+		if gate {
+			ch.waiting = min(limit-len(ch.take), r.takeable.Len()-r.takeablePulled.Len())
+		}
 		return ch
 	}
 	visited := 0
@@ -175,6 +202,12 @@ func (r *Rollout) choose(limit int, partitioned bool) choice {
 		quota--
 		visited++
 		switch n := r.nodes[node]; {
+		case !r.ready(n, gate):
+			// Its images are not on it yet: it waits for them, in its
+			// turn.
+			if n.takeable && len(ch.take)+ch.waiting < limit {
+				ch.waiting++
+			}
 		case n.down:
 			// Down anyway: replaced, in the quota.
 			ch.replace = append(ch.replace, n)
@@ -188,19 +221,67 @@ func (r *Rollout) choose(limit int, partitioned bool) choice {
 	return ch
 }
 
+// ready reports whether the gate of pre-downloads lets the node be taken:
+// always without it; with it, once its images are on it, or once its pull
+// timed out if the settings take such nodes.
+func (r *Rollout) ready(n *nodeInfo, gate bool) bool {
+	return !gate || n.verdict.pulled || n.verdict.pullTimedOut && r.cfg.TakeOnPullTimeout
+}
+
+// updated counts the nodes that run the target, settled.
+func (r *Rollout) updated() int {
+	return r.counts[StateSettled] + r.counts[StateSettledDown] + r.skippedUpdated
+}
+
+// pulls picks the nodes to start pre-downloading now, in the order their
+// turns come (name order), as many as the parallelism leaves: for
+// AdvancedRollingUpdate the candidates the partition lets through (those
+// whose window is closed, or whose owner holds them, included: their turn
+// comes, and the window is spent upgrading, not downloading); for OTA the
+// offered nodes.
+func (r *Rollout) pulls(nodes int) []Take {
+	room := r.cfg.PullParallelism(nodes) - r.pulling
+	if room <= 0 {
+		return nil
+	}
+	quota := -1
+	if r.cfg.Strategy != rollout.StrategyOTA {
+		quota = r.partitionQuota()
+	}
+	var out []Take
+	if quota < 0 {
+		r.toPull.Ascend(func(node string) bool {
+			out = append(out, Take{Node: node, Pod: r.nodes[node].oldPod})
+			return len(out) < room
+		})
+		return out
+	}
+	r.olds.Ascend(func(node string) bool {
+		if quota == 0 || len(out) >= room {
+			return false
+		}
+		quota--
+		if n := r.nodes[node]; n.toPull {
+			out = append(out, Take{Node: node, Pod: n.oldPod})
+		}
+		return true
+	})
+	return out
+}
+
 // writeAhead records in-flight entries ahead for the nodes the rollout
 // takes next (as many as limit), so that when a proof of life frees the
 // budget the deletions go at once, without waiting for a write; taking are
 // the nodes being taken now. A decision that changed none of the takeable
 // nodes (most of a rollout's: a new pod's progress, a heartbeat) finds the
 // same nodes with their entries as the last left them, and skips the scan.
-func (r *Rollout) writeAhead(limit int, partitioned bool, taking int) {
-	mark := aheadMark{takeableChanges: r.takeableChanges, limit: limit, taken: taking}
+func (r *Rollout) writeAhead(limit int, partitioned, gate bool, taking int) {
+	mark := aheadMark{takeableChanges: r.takeableChanges, limit: limit, taken: taking, pulled: r.pulled}
 	if taking == 0 && r.ahead == mark {
 		return
 	}
 	r.ahead = mark
-	for _, n := range r.choose(limit, partitioned).take {
+	for _, n := range r.choose(limit, partitioned, gate).take {
 		r.ledger.TakeAhead(n.name, n.oldPod)
 	}
 }
@@ -271,6 +352,7 @@ func (r *Rollout) offer(now time.Time, halted bool) (heldBack, admitted int, off
 				n.verdict.at = due
 			}
 		}
+		n.toPull = r.wantsPull(n)
 		r.add(n)
 	}
 	return heldBack, len(admit), admit
@@ -295,6 +377,10 @@ func (r *Rollout) status(d *Decision, failed int, halted bool, heldBack, admitte
 		if r.cfg.UpgradeDeadline > 0 {
 			s.Offered.At = &metav1.Time{Time: r.offered.earliest().Add(r.cfg.UpgradeDeadline)}
 		}
+	}
+	if r.cfg.PreDownload && (r.pulling+r.pulled+r.counts[StatePullFailed] > 0) {
+		s.Pulls = &rollout.Pulls{InFlight: r.pulling, Done: r.pulled, Failed: r.counts[StatePullFailed], TimedOut: r.pullTimedOut,
+			Waiting: d.WaitingForPull}
 	}
 	if n := len(r.settledDown); n > 0 {
 		names := sortedNames(r.settledDown)

@@ -131,11 +131,43 @@ type NodeFacts struct {
 	// Answered is the UID of the pod whose proof-of-life challenge the node
 	// answered with the nonce this process issued; "" when none.
 	Answered types.UID
+	// Pull is where the pull of the target's images for the node's old pod
+	// stands.
+	Pull Pull
 	// Fit says whether the DaemonSet's template lets its pod run on the
 	// node (node selector, required affinity), and names a taint the
 	// template does not tolerate; read only for a node without a pod, so
 	// computed on demand. Nil: it fits.
 	Fit func() (selects bool, untolerated string)
+}
+
+// PullState is where a node's pull of the target's images stands.
+type PullState int
+
+const (
+	// PullNone: no pull asked for, nor done.
+	PullNone PullState = iota
+	// PullPending: a pull Job runs, or waits for the kubelet's retries of a
+	// transient error.
+	PullPending
+	// PullDone: the images are on the node (the Job's containers started,
+	// or the pod's PodImageReady is True naming the target).
+	PullDone
+	// PullFailed: the pull failed for good: the image does not exist, its
+	// name is invalid, access is denied.
+	PullFailed
+)
+
+// Pull is a node's pull of the target's images for its old pod.
+type Pull struct {
+	State PullState
+	// Since is when a pending pull's Job was created.
+	Since time.Time
+	// Why says why a pull failed.
+	Why string
+	// ByController: the controller started the pull ahead of the node's
+	// turn (pre-download), not its owner (imagepull).
+	ByController bool
 }
 
 // FactsFunc gathers the facts of one node.

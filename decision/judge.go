@@ -38,6 +38,10 @@ const (
 	// StateSkipped: NotReady and not in flight (untouched, or offline after
 	// settling); upgraded when it returns.
 	StateSkipped
+	// StatePullFailed: the node's pull of the target's images failed for
+	// good before its old pod was touched: a failure of the rollout that
+	// lost no pod and holds no budget; never taken for this revision.
+	StatePullFailed
 	// StateGone: not a node of the DaemonSet (no pod, nothing in flight);
 	// never kept in a view.
 	StateGone
@@ -47,7 +51,7 @@ const (
 
 // String names the state as the status and logs do.
 func (s State) String() string {
-	names := [...]string{"old", "oldDown", "inFlight", "settled", "settledDown", "failed", "skipped", "gone"}
+	names := [...]string{"old", "oldDown", "inFlight", "settled", "settledDown", "failed", "skipped", "pullFailed", "gone"}
 	if int(s) < len(names) {
 		return names[s]
 	}
@@ -83,6 +87,11 @@ type verdict struct {
 	// holdUntil is the owner's hold as the pod carries it, for the event
 	// that says it ended or reached its limit.
 	holdUntil time.Time
+	// The node's pre-download: its images are on the node (pulled), a pull
+	// is under way (pulling), or it timed out (pullTimedOut).
+	pulled, pulling, pullTimedOut bool
+	// failedNow: this judgement failed the node (not an earlier one).
+	failedNow bool
 }
 
 // takeable reports whether the rollout may replace the node's old pod now,
@@ -179,6 +188,10 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 	if hasEntry && entry.Stage == StageFailed {
 		// Failed for this revision, now or before: it stands, and holds
 		// the budget, even if the node recovered; its pod is left alone.
+		// A pull that failed before harm holds none.
+		if entry.NoPodLost {
+			return verdict{state: StatePullFailed, why: entry.Reason}
+		}
 		return verdict{state: StateFailed, why: entry.Reason}
 	}
 	if hasEntry && entry.Stage == StageSettled {
@@ -251,14 +264,21 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 
 	case np.oldPod != nil:
 		// An old pod runs here: a candidate if Ready and available.
+		if f.Pull.State == PullFailed && f.Pull.ByController {
+			// Its pre-download failed for good: a failure before harm.
+			why := "image pull failed, no pod lost: " + f.Pull.Why
+			j.ledger.Set(name, Entry{Stage: StageFailed, Reason: why, At: timeOf(j.now), OfferedAt: entry.OfferedAt, NoPodLost: true}, true)
+			return verdict{state: StatePullFailed, why: why, failedNow: true}
+		}
 		if !node.Ready {
 			return verdict{state: StateSkipped}
 		}
 		v := verdict{state: StateOld}
+		j.pull(&v, &f.Pull)
 		if ok, wait := health.PodAvailable(&np.oldPod.Health, j.cfg.MinReadySeconds, j.now); !ok {
 			v.state = StateOldDown
-			if wait > 0 {
-				v.at = j.now.Add(wait)
+			if at := j.now.Add(wait); wait > 0 && (v.at.IsZero() || at.Before(v.at)) {
+				v.at = at
 			}
 		}
 		j.clockHolds(&v, node, np.oldPod, entry)
@@ -323,6 +343,23 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			j.ledger.Forget(name)
 		}
 		return verdict{state: StateGone}
+	}
+}
+
+// pull reads a candidate's pre-download: pulled, under way (with a timer at
+// its timeout), or timed out.
+func (j *judgement) pull(v *verdict, p *Pull) {
+	switch p.State {
+	case PullDone:
+		v.pulled = true
+	case PullPending:
+		end := p.Since.Add(j.cfg.PullTimeout)
+		if j.now.Before(end) {
+			v.pulling = true
+			v.at = end
+		} else {
+			v.pullTimedOut = true
+		}
 	}
 }
 

@@ -52,6 +52,10 @@ type Entry struct {
 	// to the node: its upgrade deadline counts from it. Kept through the
 	// later stages.
 	OfferedAt *metav1.Time `json:"offeredAt,omitempty"`
+	// NoPodLost marks a failure before harm: the node's pull of the target's
+	// images failed for good before its old pod was touched. It counts
+	// toward max-failed, and holds no budget: its old pod still serves.
+	NoPodLost bool `json:"noPodLost,omitempty"`
 }
 
 // Valid reports whether an entry read back from the cluster is one the

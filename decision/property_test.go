@@ -24,7 +24,7 @@ import (
 // it was set: a verdict's next change is always in the future, so nothing
 // spins.
 func TestIncrementalEqualsRebuilt(t *testing.T) {
-	for seed := range uint64(60) {
+	for seed := range uint64(150) {
 		for _, strategy := range []rollout.Strategy{rollout.StrategyAdvancedRollingUpdate, rollout.StrategyOTA} {
 			t.Run(fmt.Sprintf("%s/seed-%d", strategy, seed), func(t *testing.T) {
 				runEvents(t, strategy, rand.New(rand.NewPCG(seed, 17)), 80)
@@ -51,6 +51,12 @@ func runEvents(t *testing.T, strategy rollout.Strategy, r *rand.Rand, steps int)
 	if r.IntN(4) == 0 {
 		annotations[rollout.MaxFailedAnnotation] = "2"
 	}
+	if r.IntN(3) == 0 {
+		annotations[rollout.PreDownloadAnnotation] = "true"
+		annotations[rollout.PreDownloadParallelismAnnotation] = "3"
+		annotations[rollout.PreDownloadTimeoutAnnotation] = "50"
+		annotations[rollout.PreDownloadOnTimeoutAnnotation] = []string{"take", "skip"}[r.IntN(2)]
+	}
 	w := newWorld(t, 10, strategy, annotations)
 	w.cfg.MinReadySeconds = int32(r.IntN(3))
 	for name, n := range w.nodes {
@@ -69,9 +75,10 @@ func runEvents(t *testing.T, strategy rollout.Strategy, r *rand.Rand, steps int)
 		}
 		w.refresh()
 		w.checkAgainstRebuild(t, step, what)
-		w.r.Decide(w.now)
 		w.checkTimers(t, step, what)
-		for _, take := range w.r.Decide(w.now).Delete {
+		d := w.r.Decide(w.now)
+		w.startPulls(d)
+		for _, take := range d.Delete {
 			w.ledger.TakeAhead(take.Node, take.Pod)
 			w.ledger.Taken(take.Node, take.Pod, w.now)
 			w.deleting[take.Node] = take.Pod.UID
@@ -130,7 +137,13 @@ func (w *world) step(r *rand.Rand) string {
 		}
 		w.dirty[node] = true
 	}
-	switch r.IntN(13) {
+	switch r.IntN(14) {
+	case 13:
+		// A pull moves on: starts, succeeds, or fails for good.
+		p := Pull{State: []PullState{PullPending, PullDone, PullFailed}[r.IntN(3)], Since: w.now, ByController: true, Why: "manifest unknown"}
+		w.pulls[node] = p
+		w.dirty[node] = true
+		return "a pull on " + node
 	case 0:
 		w.advance(time.Duration(r.IntN(40)) * time.Second)
 		return "time passes"
@@ -222,6 +235,8 @@ type snapshot struct {
 	SkippedUpdated, Eligible, Taken int
 	Outside, ZoneInvalid            int
 	Olds, Takeable, Unoffered       []string
+	ToPull, TakeablePulled          []string
+	Pulling, Pulled, PullTimedOut   int
 	Downs, HeldNodes, SettledDown   map[string]bool
 	Awaiting                        map[string]Awaiting
 	Held, Waiting, Offered          map[time.Time]int
@@ -236,6 +251,7 @@ type nodeSnapshot struct {
 	AwaitsProof, Deleting, Updated                       bool
 	Held, WindowClosed, ZoneInvalid, NotDue              bool
 	Eligible, Taken, Old, Takeable, Down, Unoffered      bool
+	ToPull, Pulled, Pulling, PullTimedOut                bool
 	OldPod                                               types.UID
 }
 
@@ -249,7 +265,8 @@ func snapshotOf(r *Rollout) snapshot {
 		ns := nodeSnapshot{State: v.state, Why: v.why, At: v.at, ProofAfter: v.proofAfter, HoldEnd: v.holdEnd, Opens: v.opens,
 			HoldUntil: v.holdUntil, OfferedAt: n.offeredAt, ProofPod: v.proofPod, AwaitsProof: v.awaitsProof, Deleting: v.deleting,
 			Updated: v.updated, Held: v.held, WindowClosed: v.windowClosed, ZoneInvalid: v.zoneInvalid, NotDue: v.notDue,
-			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable, Down: n.down, Unoffered: n.unoffered}
+			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable, Down: n.down, Unoffered: n.unoffered,
+			ToPull: n.toPull, Pulled: v.pulled, Pulling: v.pulling, PullTimedOut: v.pullTimedOut}
 		if n.oldPod != nil {
 			ns.OldPod = n.oldPod.UID
 		}
@@ -258,5 +275,8 @@ func snapshotOf(r *Rollout) snapshot {
 	r.olds.Ascend(func(n string) bool { s.Olds = append(s.Olds, n); return true })
 	r.takeable.Ascend(func(n string) bool { s.Takeable = append(s.Takeable, n); return true })
 	r.unoffered.Ascend(func(n string) bool { s.Unoffered = append(s.Unoffered, n); return true })
+	r.toPull.Ascend(func(n string) bool { s.ToPull = append(s.ToPull, n); return true })
+	r.takeablePulled.Ascend(func(n string) bool { s.TakeablePulled = append(s.TakeablePulled, n); return true })
+	s.Pulling, s.Pulled, s.PullTimedOut = r.pulling, r.pulled, r.pullTimedOut
 	return s
 }

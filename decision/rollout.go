@@ -61,7 +61,10 @@ type Rollout struct {
 	// takeableChanges counts the insertions into takeable and removals
 	// from it: unchanged, the next wave's nodes are those seen last.
 	takeableChanges uint64
-	downs           map[string]bool
+	// takeablePulled are the takeable nodes the pre-download gate lets
+	// through (see ready), in name order.
+	takeablePulled *btree.BTreeG[string]
+	downs          map[string]bool
 	// timers are the nodes whose verdict the clock changes, by when.
 	timers timerHeap
 	// awaiting are the nodes waiting for a proof of life.
@@ -81,6 +84,13 @@ type Rollout struct {
 	unoffered *btree.BTreeG[string]
 	// shown caches the failures as the status shows them, by count.
 	shown shownFailures
+	// toPull are the candidates whose images the rollout may pre-download
+	// (eligible, Ready, an old pod, neither pulled nor pulling; for OTA,
+	// offered), in name order; pulling counts the pulls under way, pulled
+	// the candidates whose images are on their node, pullTimedOut those
+	// whose pull outlasted its timeout.
+	toPull                        *btree.BTreeG[string]
+	pulling, pulled, pullTimedOut int
 	// notices are what the last Refresh saw change, for events.
 	notices []Notice
 	// ahead is what the last Decide wrote ahead (see Decide).
@@ -105,6 +115,8 @@ type nodeInfo struct {
 	// node with a live old pod and no offer yet.
 	offeredAt time.Time
 	unoffered bool
+	// toPull: a candidate for a pre-download (see Rollout.toPull).
+	toPull bool
 	// Memberships, kept so that a node's change is undone in O(1).
 	eligible, taken, old, takeable, down bool
 	timerAt                              time.Time
@@ -116,9 +128,9 @@ type nodeInfo struct {
 func New(cfg Settings, target Target, ledger *Ledger, adopt bool) *Rollout {
 	less := func(a, b string) bool { return a < b }
 	return &Rollout{cfg: cfg, target: target, ledger: ledger, adopt: adopt, nodes: map[string]*nodeInfo{},
-		olds: btree.NewG(16, less), takeable: btree.NewG(16, less), downs: map[string]bool{},
+		olds: btree.NewG(16, less), takeable: btree.NewG(16, less), takeablePulled: btree.NewG(16, less), downs: map[string]bool{},
 		awaiting: map[string]Awaiting{}, held: timeCounts{}, waiting: timeCounts{}, heldNodes: map[string]bool{},
-		settledDown: map[string]bool{}, offered: timeCounts{}, unoffered: btree.NewG(16, less)}
+		settledDown: map[string]bool{}, offered: timeCounts{}, unoffered: btree.NewG(16, less), toPull: btree.NewG(16, less)}
 }
 
 // Settings returns the settings the Rollout decides by.
@@ -198,6 +210,9 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	if v.zoneInvalid {
 		r.notices = append(r.notices, Notice{Kind: NoticeZoneInvalid, Node: name, Err: f.Node.ZoneErr})
 	}
+	if v.failedNow && v.state == StatePullFailed {
+		r.notices = append(r.notices, Notice{Kind: NoticePullFailed, Node: name, Why: v.why})
+	}
 	if v.state == StateGone {
 		return
 	}
@@ -207,7 +222,7 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	n.taken = n.eligible && (np.newPod != nil || np.oldPod == nil || v.deleting ||
 		(r.cfg.Strategy == rollout.StrategyOTA && entry.OfferedAt != nil))
 	n.old = n.eligible && (v.state == StateOld || v.state == StateOldDown)
-	if r.cfg.Strategy == rollout.StrategyOTA && np.oldPod != nil && !v.deleting && v.state != StateFailed {
+	if r.cfg.Strategy == rollout.StrategyOTA && np.oldPod != nil && !v.deleting && v.state != StateFailed && v.state != StatePullFailed {
 		if entry.OfferedAt != nil {
 			n.offeredAt = entry.OfferedAt.Time
 		} else {
@@ -217,6 +232,7 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	clockFree := n.old && v.takeable()
 	n.takeable = clockFree && v.state == StateOld
 	n.down = clockFree && v.state == StateOldDown
+	n.toPull = r.wantsPull(n)
 	r.add(n)
 }
 
@@ -242,6 +258,9 @@ func (r *Rollout) add(n *nodeInfo) {
 	if n.takeable {
 		r.takeable.ReplaceOrInsert(n.name)
 		r.takeableChanges++
+		if r.ready(n, true) {
+			r.takeablePulled.ReplaceOrInsert(n.name)
+		}
 	}
 	if n.down {
 		r.downs[n.name] = true
@@ -258,6 +277,7 @@ func (r *Rollout) add(n *nodeInfo) {
 	if n.unoffered {
 		r.unoffered.ReplaceOrInsert(n.name)
 	}
+	r.countPull(n, 1)
 	r.countClock(n, 1)
 	if !n.verdict.at.IsZero() {
 		n.timerAt = n.verdict.at
@@ -286,6 +306,7 @@ func (r *Rollout) remove(n *nodeInfo) {
 	}
 	if n.takeable {
 		r.takeable.Delete(n.name)
+		r.takeablePulled.Delete(n.name)
 		r.takeableChanges++
 	}
 	delete(r.downs, n.name)
@@ -297,8 +318,40 @@ func (r *Rollout) remove(n *nodeInfo) {
 	if n.unoffered {
 		r.unoffered.Delete(n.name)
 	}
+	r.countPull(n, -1)
 	r.countClock(n, -1)
 	n.timerAt = time.Time{}
+}
+
+// wantsPull reports whether the node is a candidate for a pre-download:
+// eligible, Ready, an old pod, neither pulled nor pulling nor timed out;
+// for OTA, offered.
+func (r *Rollout) wantsPull(n *nodeInfo) bool {
+	v := &n.verdict
+	if !n.old || v.pulled || v.pulling || v.pullTimedOut {
+		return false
+	}
+	return r.cfg.Strategy != rollout.StrategyOTA || !n.offeredAt.IsZero()
+}
+
+// countPull counts (by +1 or -1) where the node's pre-download stands.
+func (r *Rollout) countPull(n *nodeInfo, by int) {
+	v := &n.verdict
+	switch {
+	case v.pulling:
+		r.pulling += by
+	case v.pulled:
+		r.pulled += by
+	case v.pullTimedOut:
+		r.pullTimedOut += by
+	}
+	if n.toPull {
+		if by > 0 {
+			r.toPull.ReplaceOrInsert(n.name)
+		} else {
+			r.toPull.Delete(n.name)
+		}
+	}
 }
 
 // countClock counts (by +1 or -1) what the clock holds an eligible
@@ -387,6 +440,9 @@ const (
 	// NoticeZoneInvalid: a candidate's node names an invalid time zone
 	// (Err); windowed rollouts pass it by.
 	NoticeZoneInvalid
+	// NoticePullFailed: a node's pre-download failed for good (Why names
+	// the image and the error): a failure of the rollout, no pod lost.
+	NoticePullFailed
 )
 
 // Notice is a change a judgement saw that deserves an event.
@@ -397,6 +453,7 @@ type Notice struct {
 	At           time.Time
 	LimitReached bool
 	Err          error
+	Why          string
 }
 
 // timeCounts counts nodes by a time; candidates of one DaemonSet share few

@@ -53,7 +53,29 @@ type Settings struct {
 	UpgradeDeadline time.Duration
 	// AgentProof: an agent's answer proves life (else only the Lease).
 	AgentProof bool
+	// PreDownload: the target's images are pulled on nodes before their
+	// turn, and a node is taken only once pulled (see PullFacts).
+	PreDownload bool
+	// pullParallelism bounds the pulls under way; nil: ten waves' worth.
+	pullParallelism *rollout.Scaled
+	// PullCanary is how many nodes must have settled on the target before
+	// pulls start.
+	PullCanary int
+	// PullTimeout bounds the wait for a node's pull; TakeOnPullTimeout says
+	// whether a node whose pull timed out is taken anyway (else passed
+	// over until pulled).
+	PullTimeout       time.Duration
+	TakeOnPullTimeout bool
 }
+
+// DefaultPullTimeout is how long a node's pre-download may take unless the
+// DaemonSet says otherwise: half an hour, for hundreds of megabytes over a
+// cellular link.
+const DefaultPullTimeout = 30 * time.Minute
+
+// pullWaves is how many waves the pulls under way cover by default: a pull
+// may last many times as long as a wave.
+const pullWaves = 10
 
 // InvalidError is an annotation whose value the controller cannot use.
 type InvalidError struct {
@@ -67,7 +89,8 @@ func (e *InvalidError) Error() string {
 // ParseSettings reads a DaemonSet's controls from its annotations. An
 // invalid value is an *InvalidError naming the annotation and its value.
 func ParseSettings(strategy rollout.Strategy, annotations map[string]string, minReadySeconds int32) (Settings, error) {
-	s := Settings{Strategy: strategy, MinReadySeconds: minReadySeconds, Deadline: health.DefaultDeadline, MaxHold: DefaultMaxHold, AgentProof: true}
+	s := Settings{Strategy: strategy, MinReadySeconds: minReadySeconds, Deadline: health.DefaultDeadline, MaxHold: DefaultMaxHold, AgentProof: true,
+		PullTimeout: DefaultPullTimeout, TakeOnPullTimeout: true}
 	// max-unavailable: absent, "0" and "0%" are 10%.
 	s.maxUnavailable = rollout.Scaled{N: DefaultMaxUnavailablePercent, Percent: true}
 	if v, ok := annotations[rollout.MaxUnavailableAnnotation]; ok && strings.TrimSpace(v) != "" {
@@ -101,6 +124,40 @@ func ParseSettings(strategy rollout.Strategy, annotations map[string]string, min
 	}
 	if s.AgentProof, err = parseBool(annotations, rollout.AgentProofAnnotation, true); err != nil {
 		return s, err
+	}
+	if s.PreDownload, err = parseBool(annotations, rollout.PreDownloadAnnotation, false); err != nil {
+		return s, err
+	}
+	if v, ok := annotations[rollout.PreDownloadParallelismAnnotation]; ok {
+		n, err := rollout.ParseScaled(v)
+		if err != nil || n.IsZero() {
+			return s, &InvalidError{rollout.PreDownloadParallelismAnnotation, v, "want a positive integer or a percentage between 1% and 100%"}
+		}
+		s.pullParallelism = &n
+	}
+	if v, ok := annotations[rollout.PreDownloadCanaryAnnotation]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return s, &InvalidError{rollout.PreDownloadCanaryAnnotation, v, "want a non-negative number of nodes"}
+		}
+		s.PullCanary = n
+	}
+	if v, ok := annotations[rollout.PreDownloadTimeoutAnnotation]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil || n <= 0 {
+			return s, &InvalidError{rollout.PreDownloadTimeoutAnnotation, v, "want a positive number of seconds"}
+		}
+		s.PullTimeout = time.Duration(n) * time.Second
+	}
+	if v, ok := annotations[rollout.PreDownloadOnTimeoutAnnotation]; ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "take":
+			s.TakeOnPullTimeout = true
+		case "skip":
+			s.TakeOnPullTimeout = false
+		default:
+			return s, &InvalidError{rollout.PreDownloadOnTimeoutAnnotation, v, `want "take" or "skip"`}
+		}
 	}
 	if v, ok := annotations[rollout.RolloutNodeSelectorAnnotation]; ok {
 		sel, err := labels.Parse(v)
@@ -173,6 +230,16 @@ func (s *Settings) MaxFailed(nodes int) int {
 		return max(s.MaxUnavailable(nodes), 1)
 	}
 	return max(s.maxFailed.Of(nodes), 1)
+}
+
+// PullParallelism is how many pulls may be under way at once over nodes
+// nodes: the annotation's integer or percentage rounded up, at least 1;
+// without it, pullWaves times the budget.
+func (s *Settings) PullParallelism(nodes int) int {
+	if s.pullParallelism == nil {
+		return max(pullWaves*s.MaxUnavailable(nodes), 1)
+	}
+	return max(s.pullParallelism.Of(nodes), 1)
 }
 
 // Partition is how many of eligible nodes stay on the old revision, rounded

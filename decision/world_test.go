@@ -32,6 +32,7 @@ type world struct {
 	pods   map[string][]*Pod
 	lease  map[string]time.Time
 	answer map[string]types.UID
+	pulls  map[string]Pull
 	// deleting are the deletions "the controller" issued, not yet seen.
 	deleting map[string]types.UID
 	target   Target
@@ -51,7 +52,7 @@ func newWorld(t *testing.T, n int, strategy rollout.Strategy, annotations map[st
 		t.Fatalf("settings: %v", err)
 	}
 	w := &world{t: t, now: t0, nodes: map[string]*Node{}, pods: map[string][]*Pod{}, lease: map[string]time.Time{},
-		answer: map[string]types.UID{}, deleting: map[string]types.UID{}, target: Target{Hash: newHash, Number: 2}, cfg: cfg,
+		answer: map[string]types.UID{}, pulls: map[string]Pull{}, deleting: map[string]types.UID{}, target: Target{Hash: newHash, Number: 2}, cfg: cfg,
 		ledger: NewLedger(nil, Meta{TargetSince: metav1.NewTime(t0)}), dirty: map[string]bool{}}
 	for i := range n {
 		name := fmt.Sprintf("node-%d", i)
@@ -87,7 +88,8 @@ func (w *world) facts(node string) NodeFacts {
 	if !ok {
 		n = &Node{Name: node}
 	}
-	return NodeFacts{Node: *n, Pods: slices.Clone(w.pods[node]), Deleting: w.deleting[node], LeaseRenewed: w.lease[node], Answered: w.answer[node]}
+	return NodeFacts{Node: *n, Pods: slices.Clone(w.pods[node]), Deleting: w.deleting[node], LeaseRenewed: w.lease[node], Answered: w.answer[node],
+		Pull: w.pulls[node]}
 }
 
 // build builds the Rollout afresh (a new controller, or a changed basis).

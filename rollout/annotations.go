@@ -48,6 +48,27 @@ const (
 	// upgrades the node itself if its owner has not: within max-unavailable,
 	// the node's window and any hold's limit, under the failure brake.
 	UpgradeDeadlineAnnotation = "edgeota.io/upgrade-deadline-seconds"
+	// PreDownloadAnnotation, "true", has the controller pull the target
+	// revision's images on nodes before their turn (the same Jobs as the
+	// owner's imagepull), and take a node only once its pull succeeded.
+	PreDownloadAnnotation = "edgeota.io/pre-download"
+	// PreDownloadParallelismAnnotation bounds the pulls under way at once
+	// for the DaemonSet: an integer, or a percentage of its nodes, rounded
+	// up. Absent: ten times the max-unavailable budget (a lookahead of ten
+	// waves).
+	PreDownloadParallelismAnnotation = "edgeota.io/pre-download-parallelism"
+	// PreDownloadCanaryAnnotation is how many nodes must run the target,
+	// settled, before any pre-download starts (an integer): a bad version
+	// does not spend the fleet's bandwidth. Absent: 0.
+	PreDownloadCanaryAnnotation = "edgeota.io/pre-download-canary"
+	// PreDownloadTimeoutAnnotation is how many seconds a node's pull may
+	// take before the controller gives up waiting for it. Absent: 1800.
+	PreDownloadTimeoutAnnotation = "edgeota.io/pre-download-timeout-seconds"
+	// PreDownloadOnTimeoutAnnotation says what happens to a node whose pull
+	// timed out: "take" (default: it is upgraded in its turn, pulling as it
+	// starts, as without pre-download) or "skip" (it is passed over until
+	// its pull succeeds).
+	PreDownloadOnTimeoutAnnotation = "edgeota.io/pre-download-on-timeout"
 	// AgentProofAnnotation, "false", has the controller take no answer from
 	// node agents as proof of life (it then writes no challenge): each
 	// upgraded node is proven by its Lease alone. Absent or "true": the
@@ -66,7 +87,8 @@ var DaemonSetAnnotations = []string{
 	StrategyAnnotation, LegacyStrategyAnnotation, MaxUnavailableAnnotation,
 	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation,
 	PartitionAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation,
-	AgentProofAnnotation, RolloutStatusAnnotation,
+	PreDownloadAnnotation, PreDownloadParallelismAnnotation, PreDownloadCanaryAnnotation, PreDownloadTimeoutAnnotation,
+	PreDownloadOnTimeoutAnnotation, AgentProofAnnotation, RolloutStatusAnnotation,
 }
 
 // Annotations on Nodes.

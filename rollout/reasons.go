@@ -58,6 +58,10 @@ const (
 	// ReasonPrePullFailed: a node could not pull the target revision's
 	// images.
 	ReasonPrePullFailed = "PrePullFailed"
+	// ReasonPrePullRejected: admission refuses the pods of the DaemonSet's
+	// pre-download Jobs (a Pod Security level, a quota); the rollout goes on
+	// without pre-download. The event names the refusal.
+	ReasonPrePullRejected = "PrePullRejected"
 	// ReasonFailedPrePullJob: creating or deleting a pre-pull Job failed; it
 	// is retried.
 	ReasonFailedPrePullJob = "FailedPrePullJob"

@@ -59,6 +59,27 @@ type Status struct {
 	// the budget like any Ready node with an unavailable pod; absent when
 	// none.
 	SettledUnavailable *NodeList `json:"settledUnavailable,omitempty"`
+	// Pulls counts the pre-downloads of the target's images
+	// (edgeota.io/pre-download); absent when none was started.
+	Pulls *Pulls `json:"pulls,omitempty"`
+}
+
+// Pulls counts where a rollout's pre-downloads stand, over the nodes not
+// upgraded yet.
+type Pulls struct {
+	// InFlight counts the pulls under way.
+	InFlight int `json:"inFlight"`
+	// Done counts the nodes whose images are on them, waiting for their turn.
+	Done int `json:"done"`
+	// Failed counts the nodes whose pull failed for good: failures of the
+	// rollout that lost no pod.
+	Failed int `json:"failed"`
+	// TimedOut counts the nodes whose pull outlasted
+	// edgeota.io/pre-download-timeout-seconds.
+	TimedOut int `json:"timedOut,omitempty"`
+	// Waiting counts the nodes the rollout would take now but for their
+	// download.
+	Waiting int `json:"waiting,omitempty"`
 }
 
 // Complete reports whether every node runs the target revision, proven
