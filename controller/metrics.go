@@ -21,6 +21,7 @@ type Metrics struct {
 	conditionsWritten *prometheus.CounterVec
 	rolloutNodes      *prometheus.GaugeVec
 	rolloutHalted     *prometheus.GaugeVec
+	rolloutPulls      *prometheus.GaugeVec
 	watchEvents       *prometheus.CounterVec
 	recordWrites      prometheus.Counter
 	recordBytes       prometheus.Counter
@@ -28,8 +29,12 @@ type Metrics struct {
 	leaseRequests     *prometheus.CounterVec
 }
 
-// Values of the state label of edgeota_controller_rollout_nodes.
-var rolloutStates = []string{"updated", "in_flight", "skipped", "failed"}
+// Values of the state label of edgeota_controller_rollout_nodes, and of
+// edgeota_controller_rollout_pulls.
+var (
+	rolloutStates = []string{"updated", "in_flight", "skipped", "failed", "settled_unavailable"}
+	pullStates    = []string{"in_flight", "done", "failed", "waiting"}
+)
 
 // NewMetrics registers the controller's metrics on reg; use a registry of the
 // binary's own so that tests can create as many controllers as they like.
@@ -52,6 +57,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rolloutNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_nodes",
 			Help: "Nodes of an AdvancedRollingUpdate DaemonSet by rollout state: updated (settled on the target revision), in_flight, skipped (NotReady, not in flight), failed.",
+		}, []string{"namespace", "daemonset", "state"}),
+		rolloutPulls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "edgeota_controller_rollout_pulls",
+			Help: "Pre-downloads of a DaemonSet's target images (edgeota.io/pre-download) by state: in_flight, done (pulled, waiting for the node's turn), failed (for good; no pod lost), waiting (nodes the budget would take now but for their download).",
 		}, []string{"namespace", "daemonset", "state"}),
 		rolloutHalted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_halted",
@@ -78,7 +87,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Requests for node Leases, by verb: list (one when a node starts being followed, and after a watch ends), watch. What proof of life costs the API server.",
 		}, []string{"verb"}),
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.watchEvents, m.recordWrites, m.recordBytes, m.leaseReads, m.leaseRequests)
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.rolloutPulls, m.watchEvents, m.recordWrites, m.recordBytes, m.leaseReads, m.leaseRequests)
 	return m
 }
 
@@ -142,8 +151,17 @@ func (m *Metrics) conditionWritten(t corev1.PodConditionType) {
 
 // rollout exports where the DaemonSet's rollout stands.
 func (m *Metrics) rollout(ds *appsv1.DaemonSet, s *rollout.Status) {
-	for i, v := range []int{s.Updated, s.InFlight, s.Skipped, s.Failed.Count} {
+	down := 0
+	if s.SettledUnavailable != nil {
+		down = s.SettledUnavailable.Count
+	}
+	for i, v := range []int{s.Updated, s.InFlight, s.Skipped, s.Failed.Count, down} {
 		m.rolloutNodes.WithLabelValues(ds.Namespace, ds.Name, rolloutStates[i]).Set(float64(v))
+	}
+	if p := s.Pulls; p != nil {
+		for i, v := range []int{p.InFlight, p.Done, p.Failed, p.Waiting} {
+			m.rolloutPulls.WithLabelValues(ds.Namespace, ds.Name, pullStates[i]).Set(float64(v))
+		}
 	}
 	halted := 0.0
 	if s.Halted {
@@ -157,4 +175,5 @@ func (m *Metrics) forgetRollout(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "daemonset": name}
 	m.rolloutNodes.DeletePartialMatch(labels)
 	m.rolloutHalted.DeletePartialMatch(labels)
+	m.rolloutPulls.DeletePartialMatch(labels)
 }

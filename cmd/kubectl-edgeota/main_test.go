@@ -198,6 +198,19 @@ func TestStatus(t *testing.T) {
 			stderr: "error: daemonset \"web\" rollout halted: 2 nodes failed (max-failed 2)\n",
 		},
 		{
+			name: "settled nodes down, and downloads",
+			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 3, Total: 6, Strategy: rollout.StrategyAdvancedRollingUpdate,
+				SettledUnavailable: &rollout.NodeList{Count: 1, Nodes: []string{"n1"}},
+				Pulls:              &rollout.Pulls{InFlight: 2, Done: 1, Failed: 1, Waiting: 1},
+				Failed:             rollout.FailedNodes{Count: 3, Nodes: []string{"n5"}, Lost: 1}}),
+			stdout: "Waiting for daemonset \"web\" rollout to finish: 3 of 6 nodes updated\n" +
+				"  revision   2 (h2), AdvancedRollingUpdate\n" +
+				"  updated    3 of 6 nodes\n" +
+				"  failed     3 nodes: n5 and 1 more and 1 no longer in the rollout record\n" +
+				"  down       1 node settled, their pod unavailable now (holding the budget): n1\n" +
+				"  downloads  2 pulling, 1 pulled, 1 failed (no pod lost), 1 node waiting for their download\n",
+		},
+		{
 			name: "held",
 			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 4, Total: 6,
 				Held: &rollout.TimedNodes{Count: 2, At: at(testNow.Add(4 * time.Hour))}, Strategy: rollout.StrategyAdvancedRollingUpdate}),

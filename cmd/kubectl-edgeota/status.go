@@ -287,6 +287,22 @@ func (c *cli) print(v view) {
 		if s.Failed.Count > 0 {
 			line("failed", "%s", failedNodes(s.Failed))
 		}
+		if u := s.SettledUnavailable; u != nil && u.Count > 0 {
+			line("down", "%s settled, their pod unavailable now (holding the budget): %s", nodes(u.Count), strings.Join(u.Nodes, ", "))
+		}
+		if p := s.Pulls; p != nil {
+			parts := []string{fmt.Sprintf("%d pulling", p.InFlight), fmt.Sprintf("%d pulled", p.Done)}
+			if p.Failed > 0 {
+				parts = append(parts, fmt.Sprintf("%d failed (no pod lost)", p.Failed))
+			}
+			if p.TimedOut > 0 {
+				parts = append(parts, fmt.Sprintf("%d timed out", p.TimedOut))
+			}
+			if p.Waiting > 0 {
+				parts = append(parts, fmt.Sprintf("%s waiting for their download", nodes(p.Waiting)))
+			}
+			line("downloads", "%s", strings.Join(parts, ", "))
+		}
 		if n := count(s.Offered); n > 0 {
 			line("offered", "%d not taken by the owner yet%s", n, c.when(s.Offered, ", the first deadline"))
 		}
@@ -350,8 +366,11 @@ func failedNodes(f rollout.FailedNodes) string {
 	if len(names) > 0 {
 		s += ": " + strings.Join(names, ", ")
 	}
-	if more := f.Count - len(names); more > 0 && len(names) > 0 {
+	if more := f.Count - len(names) - f.Lost; more > 0 && len(names) > 0 {
 		s += fmt.Sprintf(" and %d more", more)
+	}
+	if f.Lost > 0 {
+		s += fmt.Sprintf(" and %d no longer in the rollout record", f.Lost)
 	}
 	return s
 }
