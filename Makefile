@@ -219,7 +219,7 @@ run: tools build
 ## the local cluster; writes bench/results/latest.md. BENCH_NODES (500),
 ## BENCH_SECONDS (5 per load level), BENCH_PAIRS (3), BENCH_UPGRADES (20),
 ## BENCH_SCENARIOS (all; e.g. rollout,nodeapi), BENCH_HEARTBEAT (2s, or
-## lease), BENCH_ATREST_SECONDS (60), BENCH_ATREST_TIMED (0); bench/README.md.
+## lease), BENCH_ATREST_SECONDS (60), BENCH_ATREST_TIMED (0, 1 or 2); bench/README.md.
 bench: tools build
 	$(GO) run ./bench
 

@@ -67,6 +67,10 @@ const (
 	// carries an offer out itself. A day, so that none falls due while the
 	// scenario measures.
 	upgradeDeadline = 24 * time.Hour
+	// overdueDeadline, with BENCH_ATREST_TIMED=2: every offer falls due
+	// before the scenario measures, in a window that stays closed
+	// (closedWindow).
+	overdueDeadline = 5 * time.Second
 	// One pod in heldShare (by name) is held by its owner for holdFor
 	// (podchannel.Hold, written through the pods/status subresource as the
 	// node agent writes it).
@@ -83,6 +87,10 @@ const holdParallelism = 16
 type atRestFigures struct {
 	// window is how long the controller was sampled.
 	window time.Duration
+	// maintenance and deadline are the maintenance window and the OTA
+	// upgrade deadline of the timed variants.
+	maintenance string
+	deadline    time.Duration
 	// pods counts the opted-in DaemonSets' pods; held and offered those
 	// held by their owner and holding an offer (BENCH_ATREST_TIMED=1).
 	pods, held, offered int
@@ -125,12 +133,16 @@ func benchAtRest(ctx context.Context, s *session) (atRestFigures, error) {
 		return f, err
 	}
 	names := pick(atRestDaemonSets, func(d atRestDaemonSet) string { return d.name })
+	f.maintenance, f.deadline = maintenanceWindow, upgradeDeadline
+	if s.p.atRestOverdue {
+		f.maintenance, f.deadline = closedWindow(time.Now()), overdueDeadline
+	}
 	for _, d := range atRestDaemonSets {
 		ds := daemonSet(d.name, d.strategy, nil)
 		if s.p.atRestTimed {
-			ds.Annotations[rollout.MaintenanceWindowAnnotation] = maintenanceWindow
+			ds.Annotations[rollout.MaintenanceWindowAnnotation] = f.maintenance
 			if d.strategy == otaStrategy {
-				ds.Annotations[rollout.UpgradeDeadlineAnnotation] = fmt.Sprint(int(upgradeDeadline.Seconds()))
+				ds.Annotations[rollout.UpgradeDeadlineAnnotation] = fmt.Sprint(int(f.deadline.Seconds()))
 			}
 		}
 		if _, err := client.AppsV1().DaemonSets(atRestNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
@@ -181,6 +193,13 @@ func podsByDaemonSet(items map[string]*corev1.Pod) map[string]map[string]*corev1
 		byDS[ds][key] = p
 	}
 	return byDS
+}
+
+// closedWindow is a daily maintenance window, in UTC, that opens 11 hours
+// after now and lasts an hour: closed for the whole scenario.
+func closedWindow(now time.Time) string {
+	h := (now.UTC().Hour() + 11) % 24
+	return fmt.Sprintf("daily %02d:00-%02d:00", h, (h+1)%24)
 }
 
 // settleAtRest waits until the controller has settled every DaemonSet: its
@@ -372,12 +391,19 @@ func atRestTable(p params, f atRestFigures) table {
 			"watch events sent: apiserver_watch_events_total, each change counted once per watcher (kube-controller-manager, kube-scheduler, kwok-controller, ota-controller)",
 	}
 	title := fmt.Sprintf("At rest: %d nodes on node Leases, %d DaemonSets settled, %s", p.nodes, len(atRestDaemonSets), f.window)
-	if p.atRestTimed {
+	switch {
+	case p.atRestOverdue:
+		title += ", with every offer overdue outside its window"
+		notes = append(notes, fmt.Sprintf("BENCH_ATREST_TIMED=2 (issue 25): %s %q on every DaemonSet (closed throughout); "+
+			"%d pods held (%s on the pod, through pods/status, for %s); the OTA DaemonSets' image changed, %d pods holding an offer nobody takes, "+
+			"with %s %d: every offer overdue before the sampling starts, none carried out outside the window", rollout.MaintenanceWindowAnnotation, f.maintenance,
+			f.held, rollout.HoldAnnotation, holdFor, f.offered, rollout.UpgradeDeadlineAnnotation, int(f.deadline.Seconds())))
+	case p.atRestTimed:
 		title += ", with windows, holds and offers"
 		notes = append(notes, fmt.Sprintf("BENCH_ATREST_TIMED=1 (issue 19): %s %q on every DaemonSet; "+
 			"%d pods held (%s on the pod, through pods/status, for %s); the OTA DaemonSets' image changed, %d pods holding an offer nobody takes, "+
-			"with %s %d", rollout.MaintenanceWindowAnnotation, maintenanceWindow, f.held, rollout.HoldAnnotation, holdFor, f.offered,
-			rollout.UpgradeDeadlineAnnotation, int(upgradeDeadline.Seconds())))
+			"with %s %d", rollout.MaintenanceWindowAnnotation, f.maintenance, f.held, rollout.HoldAnnotation, holdFor, f.offered,
+			rollout.UpgradeDeadlineAnnotation, int(f.deadline.Seconds())))
 	}
 	return table{title: title, rows: rows, notes: notes}
 }

@@ -48,8 +48,11 @@ type params struct {
 	// atRestTimed adds to the at-rest scenario what issue 19's verdicts,
 	// which change with the clock, read (BENCH_ATREST_TIMED=1): a
 	// maintenance window on every DaemonSet, a tenth of the pods held, and
-	// OTA offers outstanding with an upgrade deadline.
-	atRestTimed bool
+	// OTA offers outstanding with an upgrade deadline. atRestOverdue
+	// (BENCH_ATREST_TIMED=2, issue 25) makes every offer overdue, its
+	// deadline passed while the window is closed: a controller that set
+	// its timers in the past would spin.
+	atRestTimed, atRestOverdue bool
 	// imagePulls, when set, models image pulls on the cluster
 	// (BENCH_PULL_DELAY, the delay of every pull): a pod waits for its
 	// node to pull its images before it starts. Nil: every pod starts at
@@ -92,10 +95,10 @@ func loadParams() (params, error) {
 	}
 	p.loadTime = time.Duration(seconds) * time.Second
 	p.atRestWindow = time.Duration(atRestSeconds) * time.Second
-	if timed > 1 {
-		return p, fmt.Errorf("BENCH_ATREST_TIMED=%d: want 0 or 1", timed)
+	if timed > 2 {
+		return p, fmt.Errorf("BENCH_ATREST_TIMED=%d: want 0, 1 or 2", timed)
 	}
-	p.atRestTimed = timed == 1
+	p.atRestTimed, p.atRestOverdue = timed >= 1, timed == 2
 	var err error
 	if p.rolloutHeartbeat, err = parseHeartbeat(os.Getenv("BENCH_HEARTBEAT")); err != nil {
 		return p, err

@@ -59,6 +59,8 @@ type rolloutRun struct {
 	cpu            time.Duration // controller CPU time: in ota-controller runs, and in native runs, which it only watches
 	idleCPU        time.Duration // of which the cost of watching idle nodes for as long
 	leaseReads     float64       // node Leases the controller read during the run (none in native runs)
+	recordWrites   float64       // rollout record ConfigMaps written during the run
+	recordBytes    float64       // and their size after each write, summed: what etcd's history and every watcher of them took
 	waves          waveFigures   // its pacing, from the pod and node watches
 	// apiWrites are the API server's writes during the rollout, every
 	// client's, by resource (measure.Metrics.WritesByResource).
@@ -122,6 +124,10 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		if err != nil {
 			return rolloutRun{}, err
 		}
+		writesBefore, bytesBefore, err := recordWrites(ctx, ctrl)
+		if err != nil {
+			return rolloutRun{}, err
+		}
 		r, err := countingWrites(ctx, s, func() (rolloutRun, error) {
 			r, cpu, err := measureCPU(ctrl, func() (rolloutRun, error) {
 				return rollOutRecorded(ctx, s, watches[name], beats, name, img, recorded)
@@ -133,7 +139,12 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 			return r, err
 		}
 		readsAfter, err := leaseReads(ctx, ctrl)
+		if err != nil {
+			return r, err
+		}
 		r.leaseReads = readsAfter - readsBefore
+		writesAfter, bytesAfter, err := recordWrites(ctx, ctrl)
+		r.recordWrites, r.recordBytes = writesAfter-writesBefore, bytesAfter-bytesBefore
 		return r, err
 	}
 	for i := 1; i <= s.p.pairs; i++ {
@@ -181,6 +192,17 @@ func leaseReads(ctx context.Context, ctrl *child) (float64, error) {
 		return 0, err
 	}
 	return m.Sum("edgeota_controller_lease_requests_total", nil), nil
+}
+
+// recordWrites is how many rollout record ConfigMaps the controller wrote so
+// far, and their size after each write, summed
+// (edgeota_controller_record_writes_total, _record_bytes_written_total).
+func recordWrites(ctx context.Context, ctrl *child) (writes, bytes float64, err error) {
+	m, err := ctrl.metrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return m.Sum("edgeota_controller_record_writes_total", nil), m.Sum("edgeota_controller_record_bytes_written_total", nil), nil
 }
 
 // countingWrites runs a rollout and records the API server's writes during
@@ -393,6 +415,9 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{"… per node", millis(netCPU / time.Duration(p.nodes)), "", "", "≤ " + millis(controllerCPUNode), verdict(netCPU <= cpuTarget)},
 			{"… of which receiving the rollout's pod events: the controller's CPU while it only watches the native rollout, net, per node (median)", "", millis(watchOnly / time.Duration(p.nodes)), "", "", ""},
 			{"node Lease requests (lists and watches) per node and rollout (median)", fmt.Sprintf("%.2f", measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.leaseReads }))/float64(p.nodes)), "", "", "", ""},
+			{"rollout record writes per rollout (median), and the ConfigMaps' size after them, summed", fmt.Sprintf("%.0f writes, %s",
+				measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.recordWrites })),
+				kib(measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.recordBytes })))), "", "", "", ""},
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
 			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
 		},
@@ -401,6 +426,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
 			"budget freed → next deletion runs from the bench's watch seeing the heartbeat (native: the pod Ready) to its watch seeing the next deletion, so it includes the API server's delivery of both and the DELETE's round trip; the controller's own reaction is timed in its log (-v=4): from the handler that takes a settling heartbeat to the deletion it sends next",
 			"receiving the rollout's pod events: the native controller's rollout changes as many pods as edgeota's, and the controller receives, decodes and caches each change of a DaemonSet pod; its CPU meanwhile, net of watching the idle nodes, is what any rollout costs it before it decides anything: the floor under the net figure above",
+			"rollout record writes: edgeota_controller_record_writes_total during the rollout, and edgeota_controller_record_bytes_written_total, the size of each ConfigMap as each write left it, summed: each merge patch costs the whole ConfigMap in etcd's history and in every watch of the records; failed and in-flight entries are written before the controller acts, offered and settled ones at most every 3 s per ConfigMap",
 			"node Lease requests: edgeota_controller_lease_requests_total during the rollout, per node: a list and a watch by name for each node waited on (the watch delivers its renewal as the API server stores it), none for the rest",
 			"API server writes: apiserver_request_total's POST, PUT, PATCH, APPLY and DELETE during each rollout (edgeota's and the 0.5 s after it), every client's, per node: pods (deletions, the native controller's creations, bindings, status reports, conditions), heartbeats (the nodes' status or Leases for as long as the rollout lasts), other (DaemonSet status and annotations, events, ControllerRevisions)",
 			fmt.Sprintf("nodes heartbeat: %s, at most %s apart (the failure brake's proof of life waits for one after each new pod settles); "+
@@ -408,3 +434,6 @@ func rolloutTable(p params, f rolloutFigures) table {
 		},
 	}
 }
+
+// kib renders bytes in KiB.
+func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }

@@ -27,7 +27,10 @@ func resultsFile(p params) string {
 	if p.rolloutHeartbeat.Leases {
 		name += "-leases"
 	}
-	if p.atRestTimed {
+	switch {
+	case p.atRestOverdue:
+		name += "-overdue"
+	case p.atRestTimed:
 		name += "-timed"
 	}
 	if p.imagePulls != nil {

@@ -130,6 +130,7 @@ func TestLoadParamsHeartbeatAndAtRest(t *testing.T) {
 		{"", "", "", localcluster.Heartbeat{Interval: 2 * time.Second}, time.Minute, false},
 		{"lease", "120", "1", localcluster.Heartbeat{Leases: true}, 2 * time.Minute, true},
 		{"5s", "10", "0", localcluster.Heartbeat{Interval: 5 * time.Second}, 10 * time.Second, false},
+		{"lease", "60", "2", localcluster.Heartbeat{Leases: true}, time.Minute, true},
 	} {
 		t.Setenv("BENCH_HEARTBEAT", tc.heartbeat)
 		t.Setenv("BENCH_ATREST_SECONDS", tc.seconds)
@@ -139,11 +140,11 @@ func TestLoadParamsHeartbeatAndAtRest(t *testing.T) {
 			t.Errorf("%+v: %v", tc, err)
 			continue
 		}
-		if p.rolloutHeartbeat != tc.want || p.atRestWindow != tc.window || p.atRestTimed != tc.wantTimed {
-			t.Errorf("%+v: got %v, %s, %t", tc, p.rolloutHeartbeat, p.atRestWindow, p.atRestTimed)
+		if p.rolloutHeartbeat != tc.want || p.atRestWindow != tc.window || p.atRestTimed != tc.wantTimed || p.atRestOverdue != (tc.timed == "2") {
+			t.Errorf("%+v: got %v, %s, timed %t, overdue %t", tc, p.rolloutHeartbeat, p.atRestWindow, p.atRestTimed, p.atRestOverdue)
 		}
 	}
-	for name, value := range map[string]string{"BENCH_HEARTBEAT": "leases", "BENCH_ATREST_SECONDS": "5", "BENCH_ATREST_TIMED": "2"} {
+	for name, value := range map[string]string{"BENCH_HEARTBEAT": "leases", "BENCH_ATREST_SECONDS": "5", "BENCH_ATREST_TIMED": "3"} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, value)
 			if _, err := loadParams(); err == nil || !strings.Contains(err.Error(), name) {
