@@ -81,8 +81,12 @@ func TestDeployRBAC(t *testing.T) {
 			access{verb: "create", group: "batch", resource: "jobs", namespace: e.ns},
 			// The rollout status; daemonset-status-policy.yaml narrows it.
 			access{verb: "patch", group: "apps", resource: "daemonsets", namespace: e.ns},
-			// Proof of life: the Leases of the nodes it waits on, by name.
-			access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
+			// Proof of life: the Leases of the nodes it waits on, a watch
+			// by name each.
+			access{verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
+			access{verb: "watch", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
+			// Why a pre-download Job made no pod.
+			access{verb: "list", resource: "events", namespace: e.ns},
 			// The rollout records, in its own namespace.
 			access{verb: "create", resource: "configmaps", namespace: systemNamespace},
 			access{verb: "patch", resource: "configmaps", namespace: systemNamespace},
@@ -94,8 +98,9 @@ func TestDeployRBAC(t *testing.T) {
 			access{verb: "patch", resource: "nodes"},
 			access{verb: "create", resource: "pods", subresource: "exec", namespace: e.ns},
 			access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system"},
-			// It watches no node Lease, and reads no ConfigMap but its records.
-			access{verb: "watch", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
+			// It writes no Lease but its own, and reads no ConfigMap but
+			// its records.
+			access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
 			access{verb: "list", resource: "configmaps", namespace: e.ns},
 			access{verb: "get", resource: "configmaps", namespace: "kube-system"},
 		)
