@@ -197,10 +197,8 @@ func (c *Controller) prePullJobsOf(pod types.UID) []*batchv1.Job {
 // stands: done once its PodImageReady is True naming the target, else as its
 // pre-pull Job's pods say (a pre-download's timeout is the decision's).
 func (c *Controller) pullOf(pod *decision.Pod, target string) decision.Pull {
-	if c := pod.ImageReady; c.Status == string(corev1.ConditionTrue) {
-		if rev, ok := podcondition.Revision(c.Message); ok && rev == target {
-			return decision.Pull{State: decision.PullDone}
-		}
+	if c := pod.ImageReady; c.Status == string(corev1.ConditionTrue) && podcondition.Names(c.Message, target) {
+		return decision.Pull{State: decision.PullDone}
 	}
 	for _, job := range c.prePullJobsOf(pod.UID) {
 		if job.Labels[PrePullRevisionLabel] != target {

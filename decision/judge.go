@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/health"
@@ -413,10 +415,7 @@ func (j *judgement) podless(since time.Time, ready bool, why string, fail func(s
 // target: read only to adopt the offers of an older controller, never as
 // this controller's own.
 func offersTarget(pod *Pod, target *Target) bool {
-	if pod.NeedUpgrade.Status != "True" {
-		return false
-	}
-	rev, ok := podcondition.Revision(pod.NeedUpgrade.Message)
+	rev, ok := podcondition.Offered(corev1.ConditionStatus(pod.NeedUpgrade.Status), pod.NeedUpgrade.Message)
 	return ok && rev == target.Hash
 }
 

@@ -61,6 +61,24 @@ func Revision(message string) (string, bool) {
 	return hash, true
 }
 
+// Names reports whether an OTA condition's message names revision target,
+// whatever failure cause it may also carry.
+func Names(message, target string) bool {
+	rev, ok := Revision(message)
+	return ok && rev == target
+}
+
+// Offered returns the revision a PodNeedUpgrade condition offers: True, and
+// naming it. The one reading of an offer, for the agent (what the owner may
+// take) and the controller (which adopts the offers it finds at its first
+// sight of a record, and writes back those it never made).
+func Offered(status corev1.ConditionStatus, message string) (string, bool) {
+	if status != corev1.ConditionTrue {
+		return "", false
+	}
+	return Revision(message)
+}
+
 // Get returns the pod's condition of type t, or nil when it has none. The
 // result points into the pod: copy it before changing it.
 func Get(status *corev1.PodStatus, t corev1.PodConditionType) *corev1.PodCondition {

@@ -284,7 +284,7 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 	}
 	var pull *corev1.PodCondition
 	if offered != "" {
-		if c := podcondition.Get(&pod.Status, podcondition.ImageReady); c != nil && conditionNames(c, offered) {
+		if c := podcondition.Get(&pod.Status, podcondition.ImageReady); c != nil && podcondition.Names(c.Message, offered) {
 			pull = c
 		}
 	}

@@ -34,10 +34,10 @@ type targetInfo struct {
 // cache or the stored view holds it: no API request, and the same answer in a
 // dead zone and after a restart.
 func offeredTarget(pod *corev1.Pod, need *corev1.PodCondition) targetInfo {
-	if need == nil || need.Status != corev1.ConditionTrue {
+	if need == nil {
 		return targetInfo{}
 	}
-	revision, ok := podcondition.Revision(need.Message)
+	revision, ok := podcondition.Offered(need.Status, need.Message)
 	if !ok {
 		return targetInfo{}
 	}

@@ -213,7 +213,7 @@ func daemonSetPod(pod *corev1.Pod) bool {
 // revision is requested but has not succeeded: pending or failed.
 func prePullGate(pod *corev1.Pod, target string) error {
 	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
-	if c == nil || target == "" || !conditionNames(c, target) || c.Status == corev1.ConditionTrue {
+	if c == nil || target == "" || !podcondition.Names(c.Message, target) || c.Status == corev1.ConditionTrue {
 		return nil
 	}
 	return status.Errorf(codes.FailedPrecondition,
@@ -226,7 +226,7 @@ func prePullGate(pod *corev1.Pod, target string) error {
 // and is refused after a failed one.
 func prePullFailed(pod *corev1.Pod, target string) bool {
 	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
-	return c != nil && conditionNames(c, target) && c.Status != corev1.ConditionTrue && c.Reason == podcondition.ReasonPullImageFail
+	return c != nil && podcondition.Names(c.Message, target) && c.Status != corev1.ConditionTrue && c.Reason == podcondition.ReasonPullImageFail
 }
 
 // deleteForUpgrade deletes pod with preconditions on the UID and
@@ -394,14 +394,7 @@ func (s *Server) requestPull(ctx context.Context, pod *corev1.Pod, target string
 // requested or done.
 func pullAsked(pod *corev1.Pod, target string) bool {
 	c := podcondition.Get(&pod.Status, podcondition.ImageReady)
-	return c != nil && conditionNames(c, target) && (c.Status == corev1.ConditionTrue || c.Reason == podcondition.ReasonPullImageRequested)
-}
-
-// conditionNames reports whether an OTA condition is about revision target,
-// whatever failure cause its message may also carry.
-func conditionNames(c *corev1.PodCondition, target string) bool {
-	rev, ok := podcondition.Revision(c.Message)
-	return ok && rev == target
+	return c != nil && podcondition.Names(c.Message, target) && (c.Status == corev1.ConditionTrue || c.Reason == podcondition.ReasonPullImageRequested)
 }
 
 func ownerGroupKind(ref *metav1.OwnerReference) schema.GroupKind {
