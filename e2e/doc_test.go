@@ -66,6 +66,21 @@
 //     its limit; a hold queued in a dead zone by an agent acting as its node
 //     reaches the pod once the link is back, one that ended meanwhile
 //     dropped.
+//   - settled_test.go: a settled node's power cycle (NotReady, then back
+//     with its container restarted) is no failure: shown settled and
+//     unavailable, it holds the budget, and the rollout completes once its
+//     pod is back.
+//   - offers_test.go: an offer is the controller's alone: a node's forged
+//     or deleted copy is written again from the record and moves no
+//     deadline; a PodNeedUpgrade=True the controller never wrote is written
+//     back to False, never counted nor carried out; under a partition, an
+//     owner's upgrade terminating through its grace period keeps its place.
+//   - atrest_test.go: overdue OTA offers whose window is closed leave the
+//     controller at rest (its syncs, its CPU from /proc), deleting nothing.
+//   - undo_test.go: `kubectl rollout undo` makes a new target: a redone
+//     offer gets a fresh upgrade deadline, an undo a fresh hold limit.
+//   - record_test.go: a deleted rollout record is written again as it was,
+//     its failure in it, with a Warning RolloutRecordRewritten.
 //   - plugin_test.go: `kubectl edgeota` through bin/kubectl: pause and
 //     resume, rollout status of a rollout that completes and of one that
 //     halts, with their exit codes.
