@@ -37,8 +37,9 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 		"daemonSetResourceVersion", ds.ResourceVersion)
 	if len(d.Waiting) > 0 {
 		c.eventOnChange(ds, key, corev1.EventTypeWarning, rollout.ReasonSettledUnavailable,
-			fmt.Sprintf("The rollout waits: %d nodes settled on revision %d but their pod is unavailable while the node is Ready, and they hold the budget: %s",
-				len(d.Waiting), r.Target().Number, strings.Join(d.Waiting[:min(len(d.Waiting), rollout.ShownNodes)], ", ")))
+			fmt.Sprintf("The rollout waits: %s settled on revision %d but %s unavailable while the node is Ready, holding the budget: %s",
+				nodesCount(len(d.Waiting)), r.Target().Number, map[bool]string{true: "its pod is", false: "their pods are"}[len(d.Waiting) == 1],
+				strings.Join(d.Waiting[:min(len(d.Waiting), rollout.ShownNodes)], ", ")))
 	} else {
 		c.eventMemo.clear(key, rollout.ReasonSettledUnavailable)
 	}
@@ -323,4 +324,12 @@ func (c *Controller) record(p *decision.Pod) *podRecord {
 		return nil
 	}
 	return obj.(*podRecord)
+}
+
+// nodesCount renders a count of nodes: "1 node", "3 nodes".
+func nodesCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }

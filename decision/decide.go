@@ -111,7 +111,10 @@ func (r *Rollout) Decide(now time.Time) Decision {
 	if gate && !halted && !r.cfg.Paused {
 		d.Pull = r.pulls(nodes)
 	}
-	if len(r.settledDown) > 0 && d.Allowed == 0 && r.olds.Len() > 0 && !halted && !r.cfg.Paused {
+	if len(r.settledDown) > 0 && d.Allowed == 0 && !halted && !r.cfg.Paused && (!ota || r.cfg.UpgradeDeadline > 0) &&
+		len(r.choose(1, !ota, gate).take) > 0 {
+		// A node the controls would take now waits for the budget the
+		// settled nodes' down pods hold.
 		d.Waiting = sortedNames(r.settledDown)
 	}
 	d.Status = r.status(&d, failed, halted, heldBack, admitted)
