@@ -214,6 +214,8 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 			}
 			c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonHoldEnded, "The owner's hold on pod %s on node %s %s at %s; the node is upgraded in its turn",
 				n.Pod.Name, n.Node, why, n.At.UTC().Format(time.RFC3339))
+		case decision.NoticeProven:
+			c.metrics.proven(n.Proof, n.Wait, n.Waited)
 		case decision.NoticeZoneInvalid:
 			if node, err := c.nodeLister.Get(n.Node); err == nil {
 				c.nodeEventOnChange(node, rollout.ReasonInvalidTimeZone, n.Err.Error()+"; windowed rollouts pass this node by until it is fixed")

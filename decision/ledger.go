@@ -52,7 +52,24 @@ type Entry struct {
 	// to the node: its upgrade deadline counts from it. Kept through the
 	// later stages.
 	OfferedAt *metav1.Time `json:"offeredAt,omitempty"`
+	// Proof is, settled, what proved the node alive after its pod settled:
+	// kept in the record so that the rollout status counts each kind of
+	// proof the same after a restart. Empty in entries an older controller
+	// wrote.
+	Proof Proof `json:"proof,omitempty"`
 }
+
+// Proof is what proved a node alive after its new pod settled.
+type Proof string
+
+const (
+	// ProofAnswer: its agent's answer to the challenge this controller
+	// issued about the pod.
+	ProofAnswer Proof = "answer"
+	// ProofHeartbeat: a heartbeat the node sent after the pod settled, its
+	// Lease's renewal or its Ready condition's lastHeartbeatTime.
+	ProofHeartbeat Proof = "heartbeat"
+)
 
 // Valid reports whether an entry read back from the cluster is one the
 // controller writes.

@@ -224,10 +224,14 @@ type snapshot struct {
 	Olds, Takeable, Unoffered       []string
 	Downs, HeldNodes, SettledDown   map[string]bool
 	Awaiting                        map[string]Awaiting
+	Proven                          map[Proof]int
 	Held, Waiting, Offered          map[time.Time]int
 	NextChange                      time.Time
 }
 
+// nodeSnapshot is one node's part of a snapshot. A node's awaitingSince is
+// left out: it is when this Rollout first saw the node wait, history that a
+// rebuild cannot know and no decision reads.
 type nodeSnapshot struct {
 	State                                                State
 	Why                                                  string
@@ -237,19 +241,20 @@ type nodeSnapshot struct {
 	Held, WindowClosed, ZoneInvalid, NotDue              bool
 	Eligible, Taken, Old, Takeable, Down, Unoffered      bool
 	OldPod                                               types.UID
+	Proof                                                Proof
 }
 
 func snapshotOf(r *Rollout) snapshot {
 	s := snapshot{Nodes: map[string]nodeSnapshot{}, Counts: r.counts, SkippedUpdated: r.skippedUpdated, Eligible: r.eligible,
 		Taken: r.taken, Outside: r.outside, ZoneInvalid: r.zoneInvalid, Downs: maps.Clone(r.downs), HeldNodes: maps.Clone(r.heldNodes),
-		SettledDown: maps.Clone(r.settledDown), Awaiting: maps.Clone(r.awaiting), Held: maps.Clone(r.held),
+		SettledDown: maps.Clone(r.settledDown), Awaiting: maps.Clone(r.awaiting), Proven: maps.Clone(r.proven), Held: maps.Clone(r.held),
 		Waiting: maps.Clone(r.waiting), Offered: maps.Clone(r.offered), NextChange: r.NextChange()}
 	for name, n := range r.nodes {
 		v := n.verdict
 		ns := nodeSnapshot{State: v.state, Why: v.why, At: v.at, ProofAfter: v.proofAfter, HoldEnd: v.holdEnd, Opens: v.opens,
 			HoldUntil: v.holdUntil, OfferedAt: n.offeredAt, ProofPod: v.proofPod, AwaitsProof: v.awaitsProof, Deleting: v.deleting,
 			Updated: v.updated, Held: v.held, WindowClosed: v.windowClosed, ZoneInvalid: v.zoneInvalid, NotDue: v.notDue,
-			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable, Down: n.down, Unoffered: n.unoffered}
+			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable, Down: n.down, Unoffered: n.unoffered, Proof: n.proof}
 		if n.oldPod != nil {
 			ns.OldPod = n.oldPod.UID
 		}
