@@ -203,15 +203,17 @@ func (c *Controller) updatePod(old, obj any) {
 
 // answers marks the pod's node dirty in, and enqueues at once, its
 // DaemonSet when the pod carries a new answer to the challenge this process
-// issued about it: an answer proves the node alive, as a heartbeat that
-// settles it does, and is acted on as promptly, not after the batching of
-// other pod changes. It reports whether it did.
+// issued about it while the DaemonSet waits for the node's proof of life:
+// an answer proves the node alive, as a heartbeat that settles it does, and
+// is acted on as promptly, not after the batching of other pod changes. An
+// answer that comes after a heartbeat settled the node is a pod change like
+// any other. It reports whether it settled the node.
 func (c *Controller) answers(p *podRecord) bool {
 	if p.Answer == "" || !c.challenges.answered(p.UID, p.Answer) {
 		return false
 	}
 	key := c.daemonSetKeyByUID(p.Owner)
-	if key == "" {
+	if key == "" || !c.heartbeats.awaits(key, p.Node) {
 		return false
 	}
 	c.logger.V(4).Info(LogAnswerSettles, "node", p.Node, "pod", klog.KRef(p.Namespace, p.Name), "daemonset", key)

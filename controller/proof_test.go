@@ -161,3 +161,28 @@ func TestProofsCountedByKind(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerAfterHeartbeatProvesNothingMore: an answer that comes after a
+// heartbeat settled its node settles nothing: it is not taken as a proof
+// (nor hurried to a sync), and the node stays proven by its heartbeat.
+func TestAnswerAfterHeartbeatProvesNothingMore(t *testing.T) {
+	f := newFixture(t, upgradedNode(cluster(advancedDaemonSet("1"), readyNodes(3)), "0", corev1.ConditionTrue, 200*time.Second)...)
+	f.sync()
+	challenge := f.challenges()["pod-0"]
+	f.update(heartbeatAgo(newNode("node-0", corev1.ConditionTrue), 0))
+	f.drainQueue()
+	f.sync()
+	late := answerPod("0", challenge, challenge, "3")
+	f.update(late)
+	if f.c.answers(cached(late).(*podRecord)) {
+		t.Errorf("an answer after the node settled: got it taken as a proof, want a pod change like any other")
+	}
+	f.drainQueue()
+	f.sync()
+	if got := testutil.ToFloat64(f.c.metrics.proofs.WithLabelValues("answer")); got != 0 {
+		t.Errorf("got %v proofs by answer, want 0", got)
+	}
+	if e := f.recordEntries()["node-0"]; e.Proof != decision.ProofHeartbeat {
+		t.Errorf("got node-0's entry %+v, want settled by heartbeat", e)
+	}
+}
