@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,13 +14,17 @@ import (
 
 	"github.com/edgeota/edgeota/bench/measure"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/rollout"
 )
 
 // cutoffScenario: 20% of the nodes cut off (Ready=Unknown) before the image
 // change; the Ready nodes' rollout is compared with the rollout scenario's
 // all-Ready one, then the cut nodes come back at once and each one's upgrade
-// is timed from its return. It heartbeats as the rollout it compares with.
+// is timed from its return. Last, a version that cuts off every node it runs
+// on must halt at the budget (the failure brake), with no answer from a
+// cut-off node when simulated agents run (BENCH_AGENTS). It heartbeats as
+// the rollout it compares with.
 var cutoffScenario = scenario{name: "cutoff", needs: []string{rolloutScenario.name}, heartbeat: rolloutHeartbeat, run: runCutOff}
 
 // Its targets: the Ready 80% done in about 80% of the all-Ready time (the
@@ -43,7 +49,35 @@ type cutoffFigures struct {
 	readyDone rolloutRun      // image change until every Ready node is done
 	deleted   []time.Duration // per returning node: Ready until its old pod is deleted
 	replaced  []time.Duration // per returning node: Ready until its new pod is Ready
+	brake     brakeCheck      // a version that cuts its nodes off
 	peakRSS   int64
+}
+
+// cutOffImage is a version that cuts off every node it runs on: the bench
+// cuts a node off (localcluster.CutOffLabel) as soon as its watch sees the
+// node's pod of it Ready, as a broken VPN client or CNI plugin would once
+// started. To the cluster it is an image like any other.
+const cutOffImage = "registry.bench.local/app:cuts-off"
+
+// brakeHold is how long a halted rollout is watched for a deletion it must
+// not make.
+const brakeHold = 5 * time.Second
+
+// brakeCheck is what a version that cuts its nodes off did.
+type brakeCheck struct {
+	// ran counts the nodes that ran it (each then cut off); failed the
+	// rollout status's failures; halted whether it halted, after took.
+	ran, failed int
+	halted      bool
+	took        time.Duration
+	// challenged counts the cut-off nodes whose pod carries the
+	// controller's challenge, answered those whose pod carries an answer
+	// echoing it: a cut-off node's agent must answer nothing.
+	challenged, answered int
+	// agentsFailed counts the simulated agents' failed attempts at an
+	// answer (the cut-off nodes' agents trying over their cut link); -1
+	// without agents.
+	agentsFailed float64
 }
 
 func runCutOff(ctx context.Context, s *session, found *findings) (table, error) {
@@ -77,6 +111,13 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	if err != nil {
 		return f, err
 	}
+	var agents *child
+	if s.p.agents {
+		if agents, err = s.startAgents(ctx, cutoffNamespace, "app=ota"); err != nil {
+			return f, err
+		}
+		defer func() { _ = s.stopChild(agents) }()
+	}
 	if err := forEachNode(ctx, cut, s.cluster.BeginCutOff); err != nil {
 		return f, err
 	}
@@ -99,6 +140,10 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	if err := reconnect(ctx, s, &f, pods, nodes, cut); err != nil {
 		return f, err
 	}
+	if f.brake, err = checkBrake(ctx, s, pods, nodes, agents); err != nil {
+		return f, err
+	}
+	progress("cut-off: a version cutting its nodes off ran on %d nodes, %d failed, halted %t", f.brake.ran, f.brake.failed, f.brake.halted)
 	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
 		return f, err
 	}
@@ -140,6 +185,85 @@ func reconnect(ctx context.Context, s *session, f *cutoffFigures, pods *view[*co
 		f.replaced = append(f.replaced, doneAt[n].Sub(readyAt[n]))
 	}
 	return nil
+}
+
+// checkBrake rolls out cutOffImage, cutting off each node whose pod of it
+// turns Ready, waits until the rollout halts and brakeHold more, and
+// records what ran where and whether any cut-off node answered; then it
+// reconnects the cut nodes and waits until they are Ready again.
+func checkBrake(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes *view[*corev1.Node], agents *child) (brakeCheck, error) {
+	b := brakeCheck{agentsFailed: -1}
+	var before float64
+	if agents != nil {
+		m, err := agents.metrics(ctx)
+		if err != nil {
+			return b, err
+		}
+		before = m.Sum("edgeota_agent_alive_answers_total", map[string]string{"result": "failed"})
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var cutErrs []error
+	cut := map[string]bool{}
+	pods.observe(func(_ time.Time, p *corev1.Pod) {
+		node := p.Spec.NodeName
+		if node == "" || p.DeletionTimestamp != nil || p.Spec.Containers[0].Image != cutOffImage || !isReady(p) || cut[node] {
+			return
+		}
+		cut[node] = true
+		wg.Go(func() {
+			if err := s.cluster.BeginCutOff(context.WithoutCancel(ctx), node); err != nil {
+				mu.Lock()
+				cutErrs = append(cutErrs, err)
+				mu.Unlock()
+			}
+		})
+	})
+	start := time.Now()
+	err := setImage(ctx, s.cluster.Client, cutoffNamespace, "ota", cutOffImage)
+	if err == nil {
+		err = waitRolloutStatus(ctx, s.cluster.Client, cutoffNamespace, "ota", "the rollout of a version that cuts its nodes off to halt",
+			func(st rollout.Status) bool { return st.Halted })
+	}
+	b.took = time.Since(start)
+	if err == nil {
+		time.Sleep(brakeHold)
+	}
+	pods.observe(nil)
+	wg.Wait()
+	if err = errors.Join(append(cutErrs, err)...); err != nil {
+		return b, err
+	}
+	st, err := readRolloutStatus(ctx, s.cluster.Client, cutoffNamespace, "ota")
+	if err != nil {
+		return b, err
+	}
+	b.failed, b.halted = st.Failed.Count, st.Halted
+	b.ran = len(cut)
+	for _, p := range pods.snapshot() {
+		if !cut[p.Spec.NodeName] || p.Spec.Containers[0].Image != cutOffImage {
+			continue
+		}
+		if challenge := p.Annotations[rollout.ChallengeAnnotation]; challenge != "" {
+			b.challenged++
+			if answered(p) {
+				b.answered++
+			}
+		}
+	}
+	if agents != nil {
+		m, err := agents.metrics(ctx)
+		if err != nil {
+			return b, err
+		}
+		b.agentsFailed = m.Sum("edgeota_agent_alive_answers_total", map[string]string{"result": "failed"}) - before
+	}
+	names := slices.Sorted(maps.Keys(cut))
+	if err := forEachNode(ctx, names, s.cluster.BeginReconnect); err != nil {
+		return b, err
+	}
+	_, err = waitReady(ctx, nodes, names, corev1.ConditionTrue)
+	return b, err
 }
 
 // runsOther reports whether a live pod runs an image other than img.
@@ -208,11 +332,40 @@ func cutoffTable(p params, f cutoffFigures, allReady time.Duration) table {
 				"max ≤ " + seconds(returnDeleteTarget), verdict(firstWave <= returnDeleteTarget)},
 			{"returning node: Ready → new pod Ready, p50 / max", seconds(measure.Percentile(replaced, 0.5)) + " / " + seconds(replaced[len(replaced)-1]), "", "", "", ""},
 			{"controller CPU, rollout of the Ready nodes", seconds(f.readyDone.cpu), "", "", "", ""},
+			brakeRow(p, f.brake),
+			answerRow(f.brake),
 			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
 		},
 		notes: []string{
 			"Cut-off: " + cutOffHow(p) + "; all come back at once. Times per returning node run from the node watch's first Ready=True to the pod watch's first event showing the old pod terminating or gone (and the new one Ready).",
 			fmt.Sprintf("%d nodes return at once against a budget of %d: beyond the first %d, a node's old pod must wait for earlier replacements to be Ready, so the overall max includes that wait; the first wave's max is the controller's own reaction.", f.cut, p.budget(), p.budget()),
+			brakeNote(f.brake),
 		},
 	}
+}
+
+// brakeRow says whether the version that cuts its nodes off was stopped at
+// the budget: max-failed, by default the max-unavailable budget.
+func brakeRow(p params, b brakeCheck) row {
+	halted := "not halted"
+	if b.halted {
+		halted = "halted after " + seconds(b.took)
+	}
+	return row{"a version that cuts off every node it runs on: nodes that ran it / failed", fmt.Sprintf("%d / %d, %s", b.ran, b.failed, halted), "", "",
+		fmt.Sprintf("≤ %d / %d (max-failed), halted", p.budget(), p.budget()), verdict(b.halted && b.ran <= p.budget() && b.failed == p.budget())}
+}
+
+// answerRow says whether a cut-off node's agent answered a challenge.
+func answerRow(b brakeCheck) row {
+	return row{"… its cut-off nodes' pods challenged / answered", fmt.Sprintf("%d / %d", b.challenged, b.answered), "", "", "0 answered", verdict(b.answered == 0)}
+}
+
+// brakeNote says how the cut-off version was run, and what the agents did.
+func brakeNote(b brakeCheck) string {
+	agents := "no node agents ran (BENCH_AGENTS=0): a challenge could only go unanswered"
+	if b.agentsFailed >= 0 {
+		agents = fmt.Sprintf("simulated agents ran on every node (BENCH_AGENTS=1); a cut-off node's agent answers nothing (its writes fail as over a cut link and are retried with the agent's backoff): %.0f failed attempts meanwhile", b.agentsFailed)
+	}
+	return "A version that cuts its nodes off: the bench cuts off (" + localcluster.CutOffLabel + ") each node whose pod of it it sees Ready, before the controller's challenge reaches it; the rollout must stop at max-failed (the budget) failed nodes, with no deletion in the " +
+		seconds(brakeHold) + " after; " + agents + ". The cut nodes come back afterwards."
 }

@@ -14,7 +14,8 @@
 // are removed on exit, Ctrl-C included.
 //
 // Where each concern lives:
-//   - main.go: the entry point, and the ceiling server's sub-command.
+//   - main.go: the entry point, and the ceiling server's and the simulated
+//     agents' sub-commands.
 //   - params.go: BENCH_* variables, the budget, scaling targets to N.
 //   - scenario.go: the scenario type, the ordered list of scenarios, the
 //     findings passed from one to a later one, BENCH_SCENARIOS.
@@ -25,12 +26,18 @@
 //     that starts either or changes the nodes' heartbeat (status every few
 //     seconds, or node Leases as kubelets).
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
-//   - rollout.go, cutoff.go, atrest.go, marking.go, nodeapi.go, identity.go, upgrade.go,
-//     persistence.go, watchers.go: one scenario each, with its targets and
-//     its table.
+//   - rollout.go, cutoff.go, proof.go, atrest.go, marking.go, nodeapi.go,
+//     identity.go, upgrade.go, persistence.go, watchers.go: one scenario
+//     each, with its targets and its table.
 //   - waves.go: the rollout scenarios' default node heartbeat interval, and
-//     a rollout's pod, node and Lease events replayed into heartbeat waits,
-//     budget-to-deletion latencies and waves.
+//     a rollout's pod, node and Lease events and agents' answers replayed
+//     into proof-of-life waits, budget-to-deletion latencies and waves.
+//   - reaction.go: an ota-controller log read into the proofs of life it
+//     took and the deletions it sent, for its reaction and the time it took
+//     each proof.
+//   - agents.go: the simulated node agents (this binary, sub-command): one
+//     process answering the proof-of-life challenges of every node, each
+//     answer written as its node, by the agent's own code.
 //   - ceiling.go: the node API's ceiling server (this binary, sub-command).
 //   - workload.go: DaemonSets, namespaces, image changes, pod readiness.
 //   - watch.go: informer-backed views a scenario waits on while it samples.

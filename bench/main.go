@@ -16,6 +16,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == agentsCommand {
+		if err := runAgents(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench agents:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {

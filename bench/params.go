@@ -45,6 +45,10 @@ type params struct {
 	// atRestWindow is how long the at-rest scenario samples the controller
 	// (BENCH_ATREST_SECONDS).
 	atRestWindow time.Duration
+	// agents runs simulated node agents on every node during the rollout
+	// and cut-off scenarios (BENCH_AGENTS=1): the controller's challenges
+	// are answered, and proof of life comes from the answers.
+	agents bool
 	// atRestTimed adds to the at-rest scenario what issue 19's verdicts,
 	// which change with the clock, read (BENCH_ATREST_TIMED=1): a
 	// maintenance window on every DaemonSet, a tenth of the pods held, and
@@ -68,7 +72,7 @@ const defaultNodes = 500
 // defaults, refusing values too small to measure anything.
 func loadParams() (params, error) {
 	p := params{qps: controller.DefaultKubeAPIQPS, burst: controller.DefaultKubeAPIBurst}
-	var seconds, atRestSeconds, timed int
+	var seconds, atRestSeconds, timed, agents int
 	for _, v := range []struct {
 		name     string
 		dst      *int
@@ -81,6 +85,7 @@ func loadParams() (params, error) {
 		{"BENCH_CONTROLLER_V", &p.verbosity, 0, 0},
 		{"BENCH_ATREST_SECONDS", &atRestSeconds, 60, 10},
 		{"BENCH_ATREST_TIMED", &timed, 0, 0},
+		{"BENCH_AGENTS", &agents, 0, 0},
 	} {
 		*v.dst = v.def
 		s := os.Getenv(v.name)
@@ -99,6 +104,10 @@ func loadParams() (params, error) {
 		return p, fmt.Errorf("BENCH_ATREST_TIMED=%d: want 0, 1 or 2", timed)
 	}
 	p.atRestTimed, p.atRestOverdue = timed >= 1, timed == 2
+	if agents > 1 {
+		return p, fmt.Errorf("BENCH_AGENTS=%d: want 0 or 1", agents)
+	}
+	p.agents = agents == 1
 	var err error
 	if p.rolloutHeartbeat, err = parseHeartbeat(os.Getenv("BENCH_HEARTBEAT")); err != nil {
 		return p, err

@@ -96,7 +96,7 @@ func runRollout(ctx context.Context, s *session, found *findings) (table, error)
 func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	var f rolloutFigures
 	client := s.cluster.Client
-	beats, err := watchHeartbeats(ctx, s)
+	beats, err := watchHeartbeats(ctx, s, s.p.rolloutHeartbeat.Leases)
 	if err != nil {
 		return f, err
 	}
@@ -115,6 +115,13 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	if err != nil {
 		return f, err
 	}
+	if s.p.agents {
+		agents, err := s.startAgents(ctx, rolloutNamespace, "app=ota")
+		if err != nil {
+			return f, err
+		}
+		defer func() { _ = s.stopChild(agents) }()
+	}
 	// measured rolls the DaemonSet out to img with the API server's writes,
 	// the controller's CPU and its Lease reads counted. The native
 	// rollout's pods are DaemonSet pods too: the controller receives their
@@ -130,7 +137,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		}
 		r, err := countingWrites(ctx, s, func() (rolloutRun, error) {
 			r, cpu, err := measureCPU(ctrl, func() (rolloutRun, error) {
-				return rollOutRecorded(ctx, s, watches[name], beats, name, img, recorded)
+				return rollOutRecorded(ctx, s, watches[name], beats, rolloutNamespace, name, img, recorded)
 			})
 			r.cpu = cpu
 			return r, err
@@ -296,15 +303,14 @@ type heartbeatViews struct {
 	leases *view[*coordinationv1.Lease] // nil without node Leases
 }
 
-// watchHeartbeats watches the nodes, and their Leases when the rollout
-// scenarios' nodes have some.
-func watchHeartbeats(ctx context.Context, s *session) (heartbeatViews, error) {
+// watchHeartbeats watches the nodes, and their Leases when they have some.
+func watchHeartbeats(ctx context.Context, s *session, leases bool) (heartbeatViews, error) {
 	var v heartbeatViews
 	var err error
 	if v.nodes, err = watchNodes(ctx, s.cluster.Client); err != nil {
 		return v, err
 	}
-	if s.p.rolloutHeartbeat.Leases {
+	if leases {
 		if v.leases, err = watchLeases(ctx, s.cluster.Client); err != nil {
 			v.nodes.close()
 			return v, err
@@ -336,16 +342,16 @@ func (v heartbeatViews) close() {
 	}
 }
 
-// rollOutRecorded is rollOut of DaemonSet ds of the rollout namespace on every
-// node, recording the pod and heartbeat events to analyze its waves;
-// proofOfLife says whether a node stays in flight until a heartbeat after its
-// new pod settles (ota-controller's failure brake).
-func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], beats heartbeatViews, ds, img string, proofOfLife bool) (rolloutRun, error) {
+// rollOutRecorded is rollOut of DaemonSet ns/ds on every node, recording
+// the pod and heartbeat events to analyze its waves; proofOfLife says
+// whether a node stays in flight until a heartbeat after its new pod
+// settles, or its agent's answer (ota-controller's failure brake).
+func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], beats heartbeatViews, ns, ds, img string, proofOfLife bool) (rolloutRun, error) {
 	rec := newFlightRecorder(img)
 	pods.observe(rec.pod)
 	beats.observe(rec)
 	start := time.Now()
-	r, err := rollOut(ctx, s, pods, rolloutNamespace, ds, img, s.nodes())
+	r, err := rollOut(ctx, s, pods, ns, ds, img, s.nodes())
 	pods.observe(nil)
 	beats.observe(nil)
 	rec.mu.Lock()
@@ -383,7 +389,12 @@ func rolloutTable(p params, f rolloutFigures) table {
 	hbWait := measure.Median(pick(f.ota, func(r rolloutRun) time.Duration { return r.waves.heartbeatWait(p.budget()) }))
 	nodeWait := measure.Median(pick(f.ota, func(r rolloutRun) time.Duration { return r.waves.meanProofWait() }))
 	waves := measure.Median(pick(f.ota, func(r rolloutRun) int { return r.waves.waves(p.budget()) }))
+	// Each wave waits at most a heartbeat period for its proof of life, or
+	// about a second for its agents' answers.
 	period := p.rolloutHeartbeat.Period()
+	if p.agents {
+		period = answerWaveAllowance
+	}
 	allowance := time.Duration(float64(measure.Median(native))*rolloutRatioTarget) + time.Duration(waves)*period
 	otaFree, nativeFree := freeToDelete(f.ota), freeToDelete(f.native)
 	otaP99 := measure.Percentile(otaFree, 0.99)
@@ -393,6 +404,10 @@ func rolloutTable(p params, f rolloutFigures) table {
 	watchOnly := measure.Median(pick(f.native, func(r rolloutRun) time.Duration { return max(r.cpu-r.idleCPU, 0) }))
 	cpuTarget := controllerCPUNode * time.Duration(p.nodes)
 	reactionP := measure.Percentile(f.reaction, 0.99)
+	agents := "no node agents: proof of life by heartbeats alone"
+	if p.agents {
+		agents = fmt.Sprintf("simulated node agents on every node (BENCH_AGENTS=1, see the proof scenario): a node's answer or heartbeat, the first seen, ends its flight, and each wave is allowed %s for its answers", answerWaveAllowance)
+	}
 	return table{
 		title: fmt.Sprintf("Rollout: %d nodes, image change, maxUnavailable 10%%", p.nodes),
 		rows: []row{
@@ -406,7 +421,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 				millis(measure.Percentile(otaFree, 0.5)) + " / " + millis(otaP99),
 				millis(measure.Percentile(nativeFree, 0.5)) + " / " + millis(measure.Percentile(nativeFree, 0.99)), "",
 				"p99 ≤ " + millis(freeToDeleteP99), verdict(len(otaFree) > 0 && otaP99 <= freeToDeleteP99)},
-			{fmt.Sprintf("… of which the controller's own reaction: heartbeat in its cache → deletion sent, p50 / p99 (%d samples)", len(f.reaction)),
+			{fmt.Sprintf("… of which the controller's own reaction: heartbeat (or answer) in its cache → deletion sent, p50 / p99 (%d samples)", len(f.reaction)),
 				millis(measure.Percentile(f.reaction, 0.5)) + " / " + millis(reactionP), "", "",
 				"p99 ≤ " + millis(reactionP99), verdict(len(f.reaction) > 0 && reactionP <= reactionP99)},
 			budgetRow(p, slices.Max(pick(f.ota, unavailable)), fmt.Sprint(slices.Max(pick(f.native, unavailable)))),
@@ -430,7 +445,8 @@ func rolloutTable(p params, f rolloutFigures) table {
 			"node Lease requests: edgeota_controller_lease_requests_total during the rollout, per node: a list and a watch by name for each node waited on (the watch delivers its renewal as the API server stores it), none for the rest",
 			"API server writes: apiserver_request_total's POST, PUT, PATCH, APPLY and DELETE during each rollout (edgeota's and the 0.5 s after it), every client's, per node: pods (deletions, the native controller's creations, bindings, status reports, conditions), heartbeats (the nodes' status or Leases for as long as the rollout lasts), other (DaemonSet status and annotations, events, ControllerRevisions)",
 			fmt.Sprintf("nodes heartbeat: %s, at most %s apart (the failure brake's proof of life waits for one after each new pod settles); "+
-				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", p.rolloutHeartbeat, period),
+				"heartbeat wait: each node's mean time from its new pod Ready to the heartbeat that proved it alive, once per wave but the last (each budget slot passes one node per wave; the last wave's waits come after the wall time ends); waves: ⌈nodes replaced / budget⌉, the budget's worths of nodes that went through", p.rolloutHeartbeat.String(), p.rolloutHeartbeat.Period()),
+			agents,
 		},
 	}
 }

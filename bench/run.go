@@ -16,8 +16,9 @@ import (
 // kept, relative to the checkout: latest.md for the default N, which the
 // READMEs link to, latest-<n>nodes.md for another, so that a run at another
 // scale never replaces the default report; a run whose rollouts go on node
-// Leases (BENCH_HEARTBEAT=lease) adds -leases, and one with the at-rest
-// scenario's timed variant (BENCH_ATREST_TIMED) -timed, so that neither
+// Leases (BENCH_HEARTBEAT=lease) adds -leases, one with the at-rest
+// scenario's timed variant (BENCH_ATREST_TIMED) -timed, and one with
+// simulated agents in the rollouts (BENCH_AGENTS) -agents, so that none
 // replaces the plain one.
 func resultsFile(p params) string {
 	name := "bench/results/latest"
@@ -35,6 +36,9 @@ func resultsFile(p params) string {
 	}
 	if p.imagePulls != nil {
 		name += "-pulls"
+	}
+	if p.agents {
+		name += "-agents"
 	}
 	return name + ".md"
 }

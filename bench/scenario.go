@@ -37,11 +37,12 @@ type scenario struct {
 
 // scenarios are every scenario, in the order they run: a scenario runs
 // after those it needs, and those with the same heartbeat run together
-// (changing it restarts kwok-controller: see session.setHeartbeat): atrest's
-// node Leases follow the rollout's, which may be Leases too.
+// (changing it restarts kwok-controller: see session.setHeartbeat): proof's
+// and atrest's node Leases follow the rollout's, which may be Leases too.
 var scenarios = []scenario{
 	rolloutScenario,
 	cutoffScenario,
+	proofScenario,
 	atRestScenario,
 	markingScenario,
 	nodeAPIScenario,

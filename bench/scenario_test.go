@@ -43,6 +43,7 @@ func TestSelectScenarios(t *testing.T) {
 		{"a scenario brings what it needs, first", []string{"cutoff"}, []string{"rollout", "cutoff"}},
 		{"run order, not the order named", []string{"upgrade", "marking"}, []string{"marking", "upgrade"}},
 		{"named twice runs once", []string{"nodeapi", "nodeapi"}, []string{"nodeapi"}},
+		{"proof alone", []string{"proof"}, []string{"proof"}},
 	} {
 		got, err := selectScenarios(tc.names)
 		if err != nil {
@@ -144,7 +145,7 @@ func TestLoadParamsHeartbeatAndAtRest(t *testing.T) {
 			t.Errorf("%+v: got %v, %s, timed %t, overdue %t", tc, p.rolloutHeartbeat, p.atRestWindow, p.atRestTimed, p.atRestOverdue)
 		}
 	}
-	for name, value := range map[string]string{"BENCH_HEARTBEAT": "leases", "BENCH_ATREST_SECONDS": "5", "BENCH_ATREST_TIMED": "3"} {
+	for name, value := range map[string]string{"BENCH_HEARTBEAT": "leases", "BENCH_ATREST_SECONDS": "5", "BENCH_ATREST_TIMED": "3", "BENCH_AGENTS": "2"} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, value)
 			if _, err := loadParams(); err == nil || !strings.Contains(err.Error(), name) {
@@ -170,6 +171,7 @@ func TestResultsFile(t *testing.T) {
 		{params{nodes: defaultNodes, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-leases.md"},
 		{params{nodes: 2000, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-2000nodes-leases.md"},
 		{params{nodes: defaultNodes, imagePulls: &localcluster.ImagePulls{Delay: time.Second}}, "bench/results/latest-pulls.md"},
+		{params{nodes: 2000, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}, agents: true}, "bench/results/latest-2000nodes-leases-agents.md"},
 	} {
 		if got := resultsFile(tc.p); got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc.p, got, tc.want)

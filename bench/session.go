@@ -166,6 +166,27 @@ func (s *session) startAgent(ctx context.Context, opts harness.AgentOptions) (*c
 	return &child{Process: a.Process, addr: a.Addr}, nil
 }
 
+// startAgents runs this binary as the node agents of every node (see
+// runAgents), answering the proof-of-life challenges on the pods of
+// namespace ns that match selector, and waits until its caches have synced.
+// The scenario stops it (stopChild) when it is done with it.
+func (s *session) startAgents(ctx context.Context, ns, selector string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the benchmark's binary: %w", err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.h.Start("agents-"+ns, self, agentsCommand, "-kubeconfig", s.cluster.Kubeconfig, "-namespace", ns, "-selector", selector, "-addr", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &child{Process: p, addr: addr}
+	return c, c.waitServing(ctx, "/readyz", func([]byte) bool { return true })
+}
+
 // startCeiling runs this binary as the node API's ceiling server, answering
 // with the files given (see runCeiling).
 func (s *session) startCeiling(ctx context.Context, jsonPath, protoPath string) (*child, error) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/rollout"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -37,6 +38,10 @@ const (
 	// heartbeatSeen: the node reported its status or renewed its Lease; at
 	// is when the bench saw it, sent when the node says it sent it.
 	heartbeatSeen
+	// answerSeen: the node's agent answered the controller's challenge on
+	// its new pod (the pod's edgeota.io/alive-answer echoes its
+	// edgeota.io/alive-challenge), as the pod watch saw it.
+	answerSeen
 )
 
 // flightEvent is one event of a rollout, as the bench's watches saw it, in
@@ -67,6 +72,21 @@ type waveFigures struct {
 	proven int
 	// replaced counts the nodes whose old pod was deleted, each once.
 	replaced int
+	// proofs are, in order, how the flights the proof of life ended did.
+	proofs []nodeProof
+}
+
+// nodeProof is how one node's flight ended, as the bench's watches saw it.
+type nodeProof struct {
+	node string
+	// settled is when the node's new pod was seen Ready; proven when what
+	// proved the node alive was seen: its agent's answer, or the first
+	// heartbeat sent after the pod settled (settled itself when a
+	// heartbeat seen earlier proves it).
+	settled, proven time.Time
+	// by is answerSeen or heartbeatSeen, or podSettled for a node proven
+	// by a heartbeat seen before its pod settled.
+	by flightKind
 }
 
 // waves is how many budget's worths of nodes went through: the controller
@@ -102,16 +122,11 @@ func (f waveFigures) heartbeatWait(budget int) time.Duration {
 // analyzeWaves replays a rollout's flight events from its start (the image
 // change). A node enters flight when its old pod is deleted and leaves it
 // when its new pod settles or, when proofOfLife is set (ota-controller's
-// brake), at the first heartbeat sent after that; a node leaving flight
-// frees budget. events must be in the order they were seen.
+// brake), at the first heartbeat sent after that or its agent's answer,
+// whichever is seen first; a node leaving flight frees budget. events must
+// be in the order they were seen.
 func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveFigures {
 	var f waveFigures
-	// Per node in flight: whether its new pod has settled, when it turned
-	// Ready, and when the bench saw it.
-	type flight struct {
-		settled    bool
-		sent, seen time.Time
-	}
 	inFlight := map[string]*flight{}
 	// lastSent is each node's latest heartbeat, seen or not before its pod
 	// settled: the controller compares timestamps (decision.ProvesAlive),
@@ -144,6 +159,7 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 				delete(inFlight, e.node)
 				if proofOfLife {
 					f.proven++ // no wait
+					f.proofs = append(f.proofs, nodeProof{node: e.node, settled: e.at, proven: e.at, by: podSettled})
 				}
 				if !pending {
 					freed, pending = e.at, true
@@ -155,15 +171,37 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 			if !proofOfLife || fl == nil || !fl.settled || !decision.ProvesAlive(e.sent, fl.sent) {
 				continue
 			}
-			delete(inFlight, e.node)
-			f.proofWait += e.at.Sub(fl.seen)
-			f.proven++
+			f.prove(inFlight, e, fl)
+			if !pending {
+				freed, pending = e.at, true
+			}
+		case answerSeen:
+			// The agent's answer ends the flight, whatever the clocks say.
+			if !proofOfLife || fl == nil || !fl.settled {
+				continue
+			}
+			f.prove(inFlight, e, fl)
 			if !pending {
 				freed, pending = e.at, true
 			}
 		}
 	}
 	return f
+}
+
+// prove ends the flight fl of e's node by e, a heartbeat or an answer.
+func (f *waveFigures) prove(inFlight map[string]*flight, e flightEvent, fl *flight) {
+	delete(inFlight, e.node)
+	f.proofWait += e.at.Sub(fl.seen)
+	f.proven++
+	f.proofs = append(f.proofs, nodeProof{node: e.node, settled: fl.seen, proven: e.at, by: e.kind})
+}
+
+// flight is a node in flight: whether its new pod has settled, when it
+// turned Ready, and when the bench saw it.
+type flight struct {
+	settled    bool
+	sent, seen time.Time
 }
 
 // maxTime is the later of a and b.
@@ -181,19 +219,21 @@ type flightRecorder struct {
 	// mu orders the events of the two watches as they arrive.
 	mu     sync.Mutex
 	events []flightEvent
-	// deleted and settled remember the pods already reported, so that
-	// each pod yields one event of each kind.
-	deleted, settled map[string]bool
+	// deleted, settled and answered remember the pods already reported,
+	// so that each pod yields one event of each kind.
+	deleted, settled, answered map[string]bool
 	// heartbeat is each node's latest heartbeat seen, of either kind: the
 	// controller takes the later of the two.
 	heartbeat map[string]time.Time
 }
 
 func newFlightRecorder(img string) *flightRecorder {
-	return &flightRecorder{img: img, deleted: map[string]bool{}, settled: map[string]bool{}, heartbeat: map[string]time.Time{}}
+	return &flightRecorder{img: img, deleted: map[string]bool{}, settled: map[string]bool{}, answered: map[string]bool{},
+		heartbeat: map[string]time.Time{}}
 }
 
-// pod records an old pod's deletion and a new pod's Ready.
+// pod records an old pod's deletion, a new pod's Ready and its agent's
+// answer.
 func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -212,6 +252,17 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 		}
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: podSettled, sent: sent})
 	}
+	if p.DeletionTimestamp == nil && current && answered(p) && r.settled[p.Name] && !r.answered[p.Name] {
+		r.answered[p.Name] = true
+		r.events = append(r.events, flightEvent{at: at, node: node, kind: answerSeen})
+	}
+}
+
+// answered reports whether the pod carries its agent's answer to the
+// challenge on it.
+func answered(p *corev1.Pod) bool {
+	challenge := p.Annotations[rollout.ChallengeAnnotation]
+	return challenge != "" && p.Annotations[rollout.AnswerAnnotation] == challenge
 }
 
 // node records a heartbeat: a newer lastHeartbeatTime of the Ready condition.

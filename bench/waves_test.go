@@ -8,6 +8,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // waveEvents is a rollout of two nodes with a budget of one: n1 is deleted
@@ -177,5 +179,61 @@ func TestFlightRecorderReportsEachPodOnceAndOnlyNewerHeartbeats(t *testing.T) {
 		return a.at.Equal(b.at) && a.node == b.node && a.kind == b.kind && a.sent.Equal(b.sent)
 	}) {
 		t.Errorf("got %+v, want %+v", r.events, want)
+	}
+}
+
+// TestAnalyzeWavesEndsAFlightAtTheAnswer: an agent's answer on the node's
+// new pod ends its flight when seen, before any heartbeat, and each proof
+// says what ended it and when; a heartbeat after that changes nothing.
+func TestAnalyzeWavesEndsAFlightAtTheAnswer(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	f := analyzeWaves(start, []flightEvent{
+		{at: at(10), node: "n1", kind: podDeleted},
+		{at: at(1000), node: "n1", kind: podSettled, sent: at(990)},
+		{at: at(1400), node: "n1", kind: answerSeen},
+		{at: at(1420), node: "n2", kind: podDeleted},
+		{at: at(3000), node: "n1", kind: heartbeatSeen, sent: at(2990)},
+		{at: at(4000), node: "n2", kind: podSettled, sent: at(3990)},
+		{at: at(6000), node: "n2", kind: heartbeatSeen, sent: at(5990)},
+	}, true)
+	if want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}; !slices.Equal(f.freeToDelete, want) {
+		t.Errorf("free to delete: got %v, want %v", f.freeToDelete, want)
+	}
+	want := []nodeProof{
+		{node: "n1", settled: at(1000), proven: at(1400), by: answerSeen},
+		{node: "n2", settled: at(4000), proven: at(6000), by: heartbeatSeen},
+	}
+	if !slices.Equal(f.proofs, want) {
+		t.Errorf("got proofs %+v, want %+v", f.proofs, want)
+	}
+	if f.proofWait != 2400*time.Millisecond || f.proven != 2 {
+		t.Errorf("got waits %s over %d nodes, want 2.4 s over 2", f.proofWait, f.proven)
+	}
+}
+
+// TestFlightRecorderSeesTheAnswer: the recorder reports a new pod's answer
+// once, when it echoes the challenge, after the pod was seen Ready; an
+// answer to another challenge is none.
+func TestFlightRecorderSeesTheAnswer(t *testing.T) {
+	rec := newFlightRecorder("img:v2")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Image: "img:v2"}}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}}}
+	now := time.Unix(1000, 0)
+	rec.pod(now, pod)
+	pod.Annotations[rollout.ChallengeAnnotation] = "uid/nonce"
+	pod.Annotations[rollout.AnswerAnnotation] = "uid/other"
+	rec.pod(now.Add(time.Second), pod)
+	pod.Annotations[rollout.AnswerAnnotation] = "uid/nonce"
+	rec.pod(now.Add(2*time.Second), pod)
+	rec.pod(now.Add(3*time.Second), pod)
+	kinds := pick(rec.events, func(e flightEvent) flightKind { return e.kind })
+	if want := []flightKind{podSettled, answerSeen}; !slices.Equal(kinds, want) {
+		t.Fatalf("got events %v, want %v", kinds, want)
+	}
+	if got := rec.events[1].at; !got.Equal(now.Add(2 * time.Second)) {
+		t.Errorf("got the answer seen at %s, want when it first echoed the challenge", got)
 	}
 }

@@ -169,6 +169,24 @@ func waitRolloutStatus(ctx context.Context, client kubernetes.Interface, ns, ds,
 	return nil
 }
 
+// readRolloutStatus reads the controller's rollout status of DaemonSet
+// ns/ds, the zero status when it has none yet.
+func readRolloutStatus(ctx context.Context, client kubernetes.Interface, ns, ds string) (rollout.Status, error) {
+	var st rollout.Status
+	got, err := client.AppsV1().DaemonSets(ns).Get(ctx, ds, metav1.GetOptions{})
+	if err != nil {
+		return st, err
+	}
+	value, ok := got.Annotations[rollout.RolloutStatusAnnotation]
+	if !ok {
+		return st, nil
+	}
+	if err := json.Unmarshal([]byte(value), &st); err != nil {
+		return st, fmt.Errorf("the rollout status of DaemonSet %s/%s: %w", ns, ds, err)
+	}
+	return st, nil
+}
+
 // podsByNode groups the live (not terminating) pods by node.
 func podsByNode(pods map[string]*corev1.Pod) map[string][]*corev1.Pod {
 	byNode := map[string][]*corev1.Pod{}

@@ -24,7 +24,8 @@ import (
 // act carries out a decision: the deletions it admits, the OTA conditions
 // and offers, the offers that show held pods their limit, the challenges
 // of the nodes waiting for a proof of life, and the pre-pulls owners asked
-// for. It decides nothing.
+// for. It decides nothing. Deletions and challenges are left under way
+// when it returns (inBackground).
 func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, t *tracker, r *decision.Rollout, d *decision.Decision) error {
 	cfg := r.Settings()
 	verbosity := 4
@@ -54,16 +55,30 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 		tasks = append(c.showHoldLimits(ds, r), c.pullTasks(ds, key, r, d)...)
 	}
 	if cfg.AgentProof {
-		tasks = append(tasks, c.challenge(r)...)
-	}
-	if len(tasks) > 0 {
-		if failed := runParallel(ctx, tasks); len(failed) > 0 {
-			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedCondition,
-				"%d of %d pod status writes failed, will retry; first: %v", len(failed), len(tasks), failed[0])
-			errs = append(errs, failed...)
+		if challenges := c.challenge(r); len(challenges) > 0 {
+			// In the background, as deletions are: an answer, or a
+			// heartbeat, that frees budget meanwhile is acted on at once
+			// rather than after these round trips. The expectations stand
+			// for them until they land.
+			c.inBackground(ctx, key, func() error { return c.writeStatuses(ctx, ds, challenges) })
 		}
 	}
+	if len(tasks) > 0 {
+		errs = append(errs, c.writeStatuses(ctx, ds, tasks))
+	}
 	return errors.Join(errs...)
+}
+
+// writeStatuses runs pod status writes in parallel, saying FailedCondition
+// with the first failure when some fail.
+func (c *Controller) writeStatuses(ctx context.Context, ds *appsv1.DaemonSet, tasks []func(context.Context) error) error {
+	failed := runParallel(ctx, tasks)
+	if len(failed) == 0 {
+		return nil
+	}
+	c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedCondition,
+		"%d of %d pod status writes failed, will retry; first: %v", len(failed), len(tasks), failed[0])
+	return errors.Join(failed...)
 }
 
 // deleteOldPods deletes the nodes' old pods, in parallel and in the

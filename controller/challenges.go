@@ -74,7 +74,14 @@ func (c *Controller) challenge(r *decision.Rollout) []func(context.Context) erro
 		if p.Challenge == podchannel.Hash(value) {
 			continue
 		}
-		tasks = append(tasks, c.writeAnnotation(p, writeChallenge, rollout.ChallengeAnnotation, value))
+		write := c.writeAnnotation(p, writeChallenge, rollout.ChallengeAnnotation, value)
+		tasks = append(tasks, func(ctx context.Context) error {
+			err := write(ctx)
+			if err == nil {
+				c.metrics.challengeWritten()
+			}
+			return err
+		})
 	}
 	return tasks
 }

@@ -55,10 +55,12 @@ const (
 )
 
 // Log messages that tools read to time the controller's reactions (the
-// bench's "controller's own reaction"): a heartbeat that settles a node and
-// so frees budget (-v=4), and a deletion sent (-v=2).
+// bench's "controller's own reaction"): a heartbeat, or an agent's answer,
+// that settles a node and so frees budget (-v=4, with the node), and a
+// deletion sent (-v=2).
 const (
 	LogHeartbeatSettles = "Heartbeat proves the node alive"
+	LogAnswerSettles    = "Answer proves the node alive"
 	LogDeletingPod      = "Deleting pod"
 )
 

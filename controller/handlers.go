@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/rollout"
@@ -194,7 +195,31 @@ func (c *Controller) updatePod(old, obj any) {
 	if oldPod.Node != p.Node && oldPod.Node != "" {
 		c.podChanged(oldPod)
 	}
+	if p.Answer != oldPod.Answer && p.Node != "" && c.answers(p) {
+		return
+	}
 	c.podChanged(p)
+}
+
+// answers marks the pod's node dirty in, and enqueues at once, its
+// DaemonSet when the pod carries a new answer to the challenge this process
+// issued about it while the DaemonSet waits for the node's proof of life:
+// an answer proves the node alive, as a heartbeat that settles it does, and
+// is acted on as promptly, not after the batching of other pod changes. An
+// answer that comes after a heartbeat settled the node is a pod change like
+// any other. It reports whether it settled the node.
+func (c *Controller) answers(p *podRecord) bool {
+	if p.Answer == "" || !c.challenges.answered(p.UID, p.Answer) {
+		return false
+	}
+	key := c.daemonSetKeyByUID(p.Owner)
+	if key == "" || !c.heartbeats.awaits(key, p.Node) {
+		return false
+	}
+	c.logger.V(4).Info(LogAnswerSettles, "node", p.Node, "pod", klog.KRef(p.Namespace, p.Name), "daemonset", key)
+	c.markDirty(key, p.Node)
+	c.queue.Add(key)
+	return true
 }
 
 // deletePod handles a pod leaving the cache, from a tombstone if need be.

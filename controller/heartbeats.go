@@ -51,6 +51,15 @@ func (h *heartbeats) seen(node string) time.Time {
 	return h.latest[node]
 }
 
+// awaits reports whether the DaemonSet key waits for a proof of life from
+// the node.
+func (h *heartbeats) awaits(key, node string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.byKey[key][node]
+	return ok
+}
+
 // observe records a heartbeat the node sent at sent and returns the
 // DaemonSets it settles.
 func (h *heartbeats) observe(node string, sent time.Time) []string {

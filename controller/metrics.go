@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/leases"
 	"github.com/edgeota/edgeota/rollout"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,10 @@ type Metrics struct {
 	recordBytes       prometheus.Counter
 	leaseReads        *prometheus.CounterVec
 	leaseRequests     *prometheus.CounterVec
+	rolloutProven     *prometheus.GaugeVec
+	proofs            *prometheus.CounterVec
+	proofWait         *prometheus.HistogramVec
+	challenges        prometheus.Counter
 }
 
 // Values of the state label of edgeota_controller_rollout_nodes, and of
@@ -35,6 +40,9 @@ var (
 	rolloutStates = []string{"updated", "in_flight", "skipped", "failed", "settled_unavailable"}
 	pullStates    = []string{"in_flight", "done", "failed", "waiting"}
 )
+
+// Values of the proof label: what proved a node alive after its pod settled.
+var proofKinds = []decision.Proof{decision.ProofAnswer, decision.ProofHeartbeat}
 
 // NewMetrics registers the controller's metrics on reg; use a registry of the
 // binary's own so that tests can create as many controllers as they like.
@@ -86,10 +94,42 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edgeota_controller_lease_requests_total",
 			Help: "Requests for node Leases, by verb: list (one when a node starts being followed, and after a watch ends), watch. What proof of life costs the API server.",
 		}, []string{"verb"}),
+		rolloutProven: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "edgeota_controller_rollout_proven_nodes",
+			Help: "Updated nodes of a DaemonSet by what proved them alive after their new pod settled: answer (the node agent's answer to the controller's challenge), heartbeat (the node's Lease renewal or Node status). As the rollout status counts them.",
+		}, []string{"namespace", "daemonset", "proof"}),
+		proofs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgeota_controller_proofs_total",
+			Help: "Nodes this controller saw proved alive after their new pod settled, by proof: answer (the node agent's answer), heartbeat (Lease renewal or Node status).",
+		}, []string{"proof"}),
+		proofWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "edgeota_controller_proof_wait_seconds",
+			Help:    "Time from the controller first judging a node's new pod settled (the node waiting for its proof of life, holding the budget) to the proof, by proof, on the controller's clock; 0 when the proof was there at once. What proof of life adds to each wave.",
+			Buckets: prometheus.ExponentialBuckets(0.025, 2, 12),
+		}, []string{"proof"}),
+		challenges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgeota_controller_challenges_written_total",
+			Help: "Proof-of-life challenges written on settled pods (one pods/status write each): with the agents' answers, what proof of life by answer costs the API server.",
+		}),
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.rolloutPulls, m.watchEvents, m.recordWrites, m.recordBytes, m.leaseReads, m.leaseRequests)
+	for _, p := range proofKinds {
+		m.proofs.WithLabelValues(string(p))
+	}
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.rolloutPulls, m.watchEvents, m.recordWrites,
+		m.recordBytes, m.leaseReads, m.leaseRequests, m.rolloutProven, m.proofs, m.proofWait, m.challenges)
 	return m
 }
+
+// proven counts a node proved alive by proof, after waiting wait (known
+// only when waited: see decision.NoticeProven).
+func (m *Metrics) proven(proof decision.Proof, wait time.Duration, waited bool) {
+	m.proofs.WithLabelValues(string(proof)).Inc()
+	if waited {
+		m.proofWait.WithLabelValues(string(proof)).Observe(wait.Seconds())
+	}
+}
+
+func (m *Metrics) challengeWritten() { m.challenges.Inc() }
 
 // watchQueue exports the work queue's depth.
 func (m *Metrics) watchQueue(q workqueue.TypedRateLimitingInterface[string]) {
@@ -163,6 +203,12 @@ func (m *Metrics) rollout(ds *appsv1.DaemonSet, s *rollout.Status) {
 			m.rolloutPulls.WithLabelValues(ds.Namespace, ds.Name, pullStates[i]).Set(float64(v))
 		}
 	}
+	var proven rollout.ProvenNodes
+	if s.Proven != nil {
+		proven = *s.Proven
+	}
+	m.rolloutProven.WithLabelValues(ds.Namespace, ds.Name, string(decision.ProofAnswer)).Set(float64(proven.Answer))
+	m.rolloutProven.WithLabelValues(ds.Namespace, ds.Name, string(decision.ProofHeartbeat)).Set(float64(proven.Heartbeat))
 	halted := 0.0
 	if s.Halted {
 		halted = 1
@@ -176,4 +222,5 @@ func (m *Metrics) forgetRollout(namespace, name string) {
 	m.rolloutNodes.DeletePartialMatch(labels)
 	m.rolloutHalted.DeletePartialMatch(labels)
 	m.rolloutPulls.DeletePartialMatch(labels)
+	m.rolloutProven.DeletePartialMatch(labels)
 }

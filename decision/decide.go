@@ -389,6 +389,9 @@ func (r *Rollout) status(d *Decision, failed int, halted bool, heldBack, admitte
 		names := sortedNames(r.settledDown)
 		s.SettledUnavailable = &rollout.NodeList{Count: n, Nodes: names[:min(n, rollout.ShownNodes)]}
 	}
+	if answer, heartbeat := r.proven[ProofAnswer], r.proven[ProofHeartbeat]; answer+heartbeat > 0 {
+		s.Proven = &rollout.ProvenNodes{Answer: answer, Heartbeat: heartbeat}
+	}
 	what := "nodes"
 	if r.cfg.Strategy == rollout.StrategyOTA {
 		what = "upgraded nodes"

@@ -74,6 +74,9 @@ type verdict struct {
 	awaitsProof bool
 	proofAfter  time.Time
 	proofPod    types.UID
+	// proven: this very judgement settled the node, by this proof (its
+	// Rollout reports it, NoticeProven); empty otherwise.
+	proven Proof
 	// deleting: this process deleted the node's old pod, which the cache
 	// still shows running.
 	deleting bool
@@ -230,9 +233,11 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		var settledAt time.Time
 		if v.State == health.Settled && np.oldPod == nil && !np.several {
 			settledAt = health.SettledAt(&pod.Health, j.cfg.MinReadySeconds)
-			if f.Answered == pod.UID || ProvesAlive(lastHeartbeat(f), settledAt) {
-				j.ledger.Set(name, Entry{Stage: StageSettled, At: timeOf(j.now), OfferedAt: entry.OfferedAt}, false)
-				return j.settled(node, &np)
+			if proof := proofOf(f, pod.UID, settledAt); proof != "" {
+				j.ledger.Set(name, Entry{Stage: StageSettled, At: timeOf(j.now), OfferedAt: entry.OfferedAt, Proof: proof}, false)
+				v := j.settled(node, &np)
+				v.proven = proof
+				return v
 			}
 		}
 		if !node.Ready {
@@ -426,6 +431,21 @@ func unscheduledWhy(pod *Pod) string {
 		return "replacement " + pod.Name + " not scheduled"
 	}
 	return "replacement " + pod.Name + " not scheduled: " + pod.Unscheduled
+}
+
+// proofOf says what proves the node alive after its new pod (uid) settled
+// at settled: its agent's answer about that pod, else a heartbeat sent
+// after; "" when nothing does yet. When both do, the answer is named: it is
+// the proof made for this pod, and the one a node with an agent is expected
+// to give first.
+func proofOf(f *NodeFacts, uid types.UID, settled time.Time) Proof {
+	switch {
+	case f.Answered == uid:
+		return ProofAnswer
+	case ProvesAlive(lastHeartbeat(f), settled):
+		return ProofHeartbeat
+	}
+	return ""
 }
 
 // lastHeartbeat is the node's latest heartbeat: its Lease's renewal, or its

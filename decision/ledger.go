@@ -56,7 +56,24 @@ type Entry struct {
 	// images failed for good before its old pod was touched. It counts
 	// toward max-failed, and holds no budget: its old pod still serves.
 	NoPodLost bool `json:"noPodLost,omitempty"`
+	// Proof is, settled, what proved the node alive after its pod settled:
+	// kept in the record so that the rollout status counts each kind of
+	// proof the same after a restart. Empty in entries an older controller
+	// wrote.
+	Proof Proof `json:"proof,omitempty"`
 }
+
+// Proof is what proved a node alive after its new pod settled.
+type Proof string
+
+const (
+	// ProofAnswer: its agent's answer to the challenge this controller
+	// issued about the pod.
+	ProofAnswer Proof = "answer"
+	// ProofHeartbeat: a heartbeat the node sent after the pod settled, its
+	// Lease's renewal or its Ready condition's lastHeartbeatTime.
+	ProofHeartbeat Proof = "heartbeat"
+)
 
 // Valid reports whether an entry read back from the cluster is one the
 // controller writes.

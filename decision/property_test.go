@@ -239,10 +239,14 @@ type snapshot struct {
 	Pulling, Pulled, PullTimedOut   int
 	Downs, HeldNodes, SettledDown   map[string]bool
 	Awaiting                        map[string]Awaiting
+	Proven                          map[Proof]int
 	Held, Waiting, Offered          map[time.Time]int
 	NextChange                      time.Time
 }
 
+// nodeSnapshot is one node's part of a snapshot. A node's awaitingSince is
+// left out: it is when this Rollout first saw the node wait, history that a
+// rebuild cannot know and no decision reads.
 type nodeSnapshot struct {
 	State                                                State
 	Why                                                  string
@@ -253,12 +257,13 @@ type nodeSnapshot struct {
 	Eligible, Taken, Old, Takeable, Down, Unoffered      bool
 	ToPull, Pulled, Pulling, PullTimedOut                bool
 	OldPod                                               types.UID
+	Proof                                                Proof
 }
 
 func snapshotOf(r *Rollout) snapshot {
 	s := snapshot{Nodes: map[string]nodeSnapshot{}, Counts: r.counts, SkippedUpdated: r.skippedUpdated, Eligible: r.eligible,
 		Taken: r.taken, Outside: r.outside, ZoneInvalid: r.zoneInvalid, Downs: maps.Clone(r.downs), HeldNodes: maps.Clone(r.heldNodes),
-		SettledDown: maps.Clone(r.settledDown), Awaiting: maps.Clone(r.awaiting), Held: maps.Clone(r.held),
+		SettledDown: maps.Clone(r.settledDown), Awaiting: maps.Clone(r.awaiting), Proven: maps.Clone(r.proven), Held: maps.Clone(r.held),
 		Waiting: maps.Clone(r.waiting), Offered: maps.Clone(r.offered), NextChange: r.NextChange()}
 	for name, n := range r.nodes {
 		v := n.verdict
@@ -266,7 +271,7 @@ func snapshotOf(r *Rollout) snapshot {
 			HoldUntil: v.holdUntil, OfferedAt: n.offeredAt, ProofPod: v.proofPod, AwaitsProof: v.awaitsProof, Deleting: v.deleting,
 			Updated: v.updated, Held: v.held, WindowClosed: v.windowClosed, ZoneInvalid: v.zoneInvalid, NotDue: v.notDue,
 			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable, Down: n.down, Unoffered: n.unoffered,
-			ToPull: n.toPull, Pulled: v.pulled, Pulling: v.pulling, PullTimedOut: v.pullTimedOut}
+			ToPull: n.toPull, Pulled: v.pulled, Pulling: v.pulling, PullTimedOut: v.pullTimedOut, Proof: n.proof}
 		if n.oldPod != nil {
 			ns.OldPod = n.oldPod.UID
 		}

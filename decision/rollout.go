@@ -69,6 +69,9 @@ type Rollout struct {
 	timers timerHeap
 	// awaiting are the nodes waiting for a proof of life.
 	awaiting map[string]Awaiting
+	// proven counts the settled nodes by the proof that settled them, as
+	// their entries record it (entries of an older controller name none).
+	proven map[Proof]int
 	// held, waiting count the candidates the clock holds (by the end of
 	// their hold, the opening of their window); zoneInvalid those whose node
 	// names an invalid zone; heldNodes names the held.
@@ -117,6 +120,14 @@ type nodeInfo struct {
 	unoffered bool
 	// toPull: a candidate for a pre-download (see Rollout.toPull).
 	toPull bool
+	// proof is what proved the node alive, for a node whose entry says it
+	// settled.
+	proof Proof
+	// awaitingSince is when this Rollout first judged the node waiting for
+	// its proof of life (about the same pod): by the controller's clock,
+	// the start of the wait NoticeProven reports. It is history, not a
+	// judgement of the facts: a Rollout built afresh starts it again.
+	awaitingSince time.Time
 	// Memberships, kept so that a node's change is undone in O(1).
 	eligible, taken, old, takeable, down bool
 	timerAt                              time.Time
@@ -129,7 +140,7 @@ func New(cfg Settings, target Target, ledger *Ledger, adopt bool) *Rollout {
 	less := func(a, b string) bool { return a < b }
 	return &Rollout{cfg: cfg, target: target, ledger: ledger, adopt: adopt, nodes: map[string]*nodeInfo{},
 		olds: btree.NewG(16, less), takeable: btree.NewG(16, less), takeablePulled: btree.NewG(16, less), downs: map[string]bool{},
-		awaiting: map[string]Awaiting{}, held: timeCounts{}, waiting: timeCounts{}, heldNodes: map[string]bool{},
+		awaiting: map[string]Awaiting{}, proven: map[Proof]int{}, held: timeCounts{}, waiting: timeCounts{}, heldNodes: map[string]bool{},
 		settledDown: map[string]bool{}, offered: timeCounts{}, unoffered: btree.NewG(16, less), toPull: btree.NewG(16, less)}
 }
 
@@ -218,6 +229,28 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	}
 	n := &nodeInfo{name: name, verdict: v, oldPod: np.oldPod}
 	entry, _ := r.ledger.Entry(name)
+	if entry.Stage == StageSettled {
+		n.proof = entry.Proof
+	}
+	// waitedFor reports whether the node was waiting for the proof of
+	// life of its pod uid before this judgement.
+	waitedFor := func(uid types.UID) bool { return had && old.verdict.awaitsProof && old.verdict.proofPod == uid }
+	if v.awaitsProof {
+		n.awaitingSince = j.now
+		if waitedFor(v.proofPod) {
+			n.awaitingSince = old.awaitingSince
+		}
+	}
+	if v.proven != "" {
+		// Settled now: what proved it, and how long this Rollout saw it
+		// wait (nothing when it was proven at first sight of its pod
+		// settled; unknown to a Rollout that did not hold it before).
+		notice := Notice{Kind: NoticeProven, Node: name, Proof: v.proven, Waited: had}
+		if np.newPod != nil && waitedFor(np.newPod.UID) {
+			notice.Wait = j.now.Sub(old.awaitingSince)
+		}
+		r.notices = append(r.notices, notice)
+	}
 	n.eligible = r.cfg.Matches(f.Node.Labels)
 	n.taken = n.eligible && (np.newPod != nil || np.oldPod == nil || v.deleting ||
 		(r.cfg.Strategy == rollout.StrategyOTA && entry.OfferedAt != nil))
@@ -268,6 +301,9 @@ func (r *Rollout) add(n *nodeInfo) {
 	if n.verdict.awaitsProof {
 		r.awaiting[n.name] = Awaiting{After: n.verdict.proofAfter, Pod: n.verdict.proofPod}
 	}
+	if n.proof != "" {
+		r.proven[n.proof]++
+	}
 	if n.verdict.state == StateSettledDown {
 		r.settledDown[n.name] = true
 	}
@@ -311,6 +347,11 @@ func (r *Rollout) remove(n *nodeInfo) {
 	}
 	delete(r.downs, n.name)
 	delete(r.awaiting, n.name)
+	if n.proof != "" {
+		if r.proven[n.proof]--; r.proven[n.proof] == 0 {
+			delete(r.proven, n.proof)
+		}
+	}
 	delete(r.settledDown, n.name)
 	if !n.offeredAt.IsZero() {
 		r.offered.add(n.offeredAt, -1)
@@ -443,6 +484,12 @@ const (
 	// NoticePullFailed: a node's pre-download failed for good (Why names
 	// the image and the error): a failure of the rollout, no pod lost.
 	NoticePullFailed
+	// NoticeProven: a node proved alive after its new pod settled, and
+	// settled, by Proof; Wait is how long this Rollout saw it waiting for
+	// that proof, by the controller's clock (zero when the proof was there
+	// at its first sight of the pod settled), measured only when Waited (a
+	// Rollout built afresh did not see the wait begin).
+	NoticeProven
 )
 
 // Notice is a change a judgement saw that deserves an event.
@@ -454,6 +501,9 @@ type Notice struct {
 	LimitReached bool
 	Err          error
 	Why          string
+	Proof        Proof
+	Wait         time.Duration
+	Waited       bool
 }
 
 // timeCounts counts nodes by a time; candidates of one DaemonSet share few

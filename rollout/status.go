@@ -62,6 +62,12 @@ type Status struct {
 	// Pulls counts the pre-downloads of the target's images
 	// (edgeota.io/pre-download); absent when none was started.
 	Pulls *Pulls `json:"pulls,omitempty"`
+	// Proven counts the updated nodes by what proved them alive after
+	// their pod settled: an operator sees whether the node agents' answers
+	// carry the rollout, or whether it waits for heartbeats (no agent, an
+	// agent that cannot write, edgeota.io/agent-proof "false"); absent
+	// before the first node settles.
+	Proven *ProvenNodes `json:"proven,omitempty"`
 }
 
 // Pulls counts where a rollout's pre-downloads stand, over the nodes not
@@ -80,6 +86,17 @@ type Pulls struct {
 	// Waiting counts the nodes the rollout would take now but for their
 	// download.
 	Waiting int `json:"waiting,omitempty"`
+}
+
+// ProvenNodes counts updated nodes by their proof of life. Nodes that an
+// older controller recorded settled, without saying how, count in neither.
+type ProvenNodes struct {
+	// Answer counts the nodes proven by their agent's answer to the
+	// controller's challenge (edgeota.io/alive-answer).
+	Answer int `json:"answer"`
+	// Heartbeat counts the nodes proven by a heartbeat: their Lease's
+	// renewal, or their Node status without Leases.
+	Heartbeat int `json:"heartbeat"`
 }
 
 // Complete reports whether every node runs the target revision, proven

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -57,30 +59,64 @@ const (
 		"this challenge is not tried again, and further refusals for this pod are logged at -v=2"
 )
 
-// answerer answers the controller's proof-of-life challenges on the node's
-// pods (package podchannel: the challenge, rollout.ChallengeAnnotation, is
-// echoed as the answer, rollout.AnswerAnnotation, on the same pod through
-// its status, acting as the agent's identity). It reads only the live pod
-// cache, never the stored view: an answer says the node reaches the API
-// server now, so it is about the pod as the API server shows it now, and it
-// is never queued to disk. The pod cache's event handler only names the pods
-// to look at; one worker decides and writes, so that there is never more
-// than one write in flight, for a pod or for the node: the writes share one
-// link, a node has a handful of DaemonSet pods, and a node coming back from
-// a dead zone sends its answers one by one.
-type answerer struct {
-	srv *Server
+// Answerer answers the controller's proof-of-life challenges on the pods of
+// a pod cache (package podchannel: the challenge, rollout.ChallengeAnnotation,
+// is echoed as the answer, rollout.AnswerAnnotation, on the same pod through
+// its status, acting as the identity of the pod's node's agent). It reads
+// only the live pod cache, never the stored view: an answer says the node
+// reaches the API server now, so it is about the pod as the API server shows
+// it now, and it is never queued to disk. The pod cache's event handler only
+// names the pods to look at; the workers decide and write. The agent runs
+// one (see Server.AnswerChallenges), so that there is never more than one
+// write in flight, for a pod or for the node: the writes share one link, a
+// node has a handful of DaemonSet pods, and a node coming back from a dead
+// zone sends its answers one by one.
+//
+// It is exported so that one process can act as the agents of many
+// simulated nodes with the very rule and retries of the agent (the
+// benchmark's simulated agents): one cache of every node's pods, a client
+// per node, more workers.
+type Answerer struct {
+	lister    corelisters.PodLister
+	synced    cache.InformerSynced
+	clientFor func(node string) Client
+	timeout   time.Duration
+	workers   int
 	// queue names the pods to look at: it dedupes them and hands each to
-	// the worker one at a time.
+	// one worker at a time.
 	queue workqueue.TypedInterface[cache.ObjectName]
 	// backoff is answerBackoff; tests shorten it.
 	backoff wait.Backoff
 	// results is edgeota_agent_alive_answers_total.
 	results *prometheus.CounterVec
 
-	// pods is what the worker knows of each pod that carried a challenge;
-	// only the worker touches it.
+	// mu guards pods: what the workers know of each pod that carried a
+	// challenge. A pod is looked at by one worker at a time (the queue's
+	// promise), so its answerState is that worker's while it looks.
+	mu   sync.Mutex
 	pods map[cache.ObjectName]*answerState
+}
+
+// AnswererOptions configures NewAnswerer.
+type AnswererOptions struct {
+	// Pods is the informer whose pods' challenges are answered: the agent's
+	// cache of its node's pods, or one cache of many nodes' pods. Its
+	// events name the pods to look at; its store is read.
+	Pods cache.SharedIndexInformer
+	// Synced reports whether the live cache has synced: nothing is answered
+	// before (nil: Pods.HasSynced).
+	Synced cache.InformerSynced
+	// ClientFor returns the client that writes the answers on the pods
+	// bound to the node, acting as that node's agent; nil for a node not
+	// answered for (not the agent's own). A node out of reach is a client
+	// whose writes fail: its answers are tried again with backoff, as over
+	// a cut link.
+	ClientFor func(node string) Client
+	// Timeout bounds each write (zero: DefaultAPIServerTimeout).
+	Timeout time.Duration
+	// Workers is how many pods are looked at, and answers written, at once
+	// (zero: 1, the agent's).
+	Workers int
 }
 
 // answerState is where the answer to one pod's challenge stands.
@@ -101,15 +137,25 @@ type answerState struct {
 	refusalLogged bool
 }
 
-// newAnswerer returns the answerer of srv, whose handler on the pod cache
-// names each pod that carries a challenge, and each pod deleted.
-func newAnswerer(srv *Server, pods *PodCache) *answerer {
-	a := &answerer{
-		srv:     srv,
-		queue:   workqueue.NewTyped[cache.ObjectName](),
-		backoff: answerBackoff,
-		results: newAnswerMetric(),
-		pods:    map[cache.ObjectName]*answerState{},
+// NewAnswerer returns an Answerer whose handler on opts.Pods names each pod
+// that carries a challenge, and each pod deleted; Run answers.
+func NewAnswerer(opts AnswererOptions) *Answerer {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultAPIServerTimeout
+	}
+	if opts.Synced == nil {
+		opts.Synced = opts.Pods.HasSynced
+	}
+	a := &Answerer{
+		lister:    corelisters.NewPodLister(opts.Pods.GetIndexer()),
+		synced:    opts.Synced,
+		clientFor: opts.ClientFor,
+		timeout:   opts.Timeout,
+		workers:   max(opts.Workers, 1),
+		queue:     workqueue.NewTyped[cache.ObjectName](),
+		backoff:   answerBackoff,
+		results:   newAnswerMetric(),
+		pods:      map[cache.ObjectName]*answerState{},
 	}
 	challenged := func(obj any) {
 		if pod, ok := obj.(*corev1.Pod); ok {
@@ -119,7 +165,7 @@ func newAnswerer(srv *Server, pods *PodCache) *answerer {
 		}
 	}
 	// Fails only once the informer has stopped.
-	_, _ = pods.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = opts.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    challenged,
 		UpdateFunc: func(_, obj any) { challenged(obj) },
 		// The worker forgets the pod, and drops an answer pending for it.
@@ -131,6 +177,26 @@ func newAnswerer(srv *Server, pods *PodCache) *answerer {
 	})
 	return a
 }
+
+// newAnswerer returns the answerer of the agent srv: its node's pods, one
+// worker, its client.
+func newAnswerer(srv *Server, pods *PodCache) *Answerer {
+	return NewAnswerer(AnswererOptions{
+		Pods:   pods.informer,
+		Synced: func() bool { return srv.synced() },
+		ClientFor: func(node string) Client {
+			if node != srv.nodeName {
+				return nil
+			}
+			return srv.client
+		},
+		Timeout: srv.apiTimeout,
+	})
+}
+
+// Results is edgeota_agent_alive_answers_total, to register where the
+// answers are reported.
+func (a *Answerer) Results() prometheus.Collector { return a.results }
 
 // newAnswerMetric is edgeota_agent_alive_answers_total, every outcome at zero
 // from the start so that a fleet's dashboards see the series.
@@ -149,32 +215,41 @@ func newAnswerMetric() *prometheus.CounterVec {
 }
 
 // AnswerChallenges answers the controller's proof-of-life challenges on the
-// node's pods until ctx is done (see answerer): once the pod cache has synced,
+// node's pods until ctx is done (see Answerer): once the pod cache has synced,
 // each challenge the cache shows unanswered (podchannel.ToAnswer) gets one
 // status write echoing it, retried with backoff while it cannot be written
 // and the challenge stands.
-func (s *Server) AnswerChallenges(ctx context.Context) {
-	a := s.answers
+func (s *Server) AnswerChallenges(ctx context.Context) { s.answers.Run(ctx) }
+
+// Run answers challenges until ctx is done, with the workers asked for,
+// once the live cache has synced: until then only a stored view is served,
+// and nothing there proves anything about now. The pods named meanwhile
+// wait.
+func (a *Answerer) Run(ctx context.Context) {
 	stop := context.AfterFunc(ctx, a.queue.ShutDown)
 	defer stop()
-	// Until the cache has synced only the stored view is served: nothing
-	// there proves anything about now. The pods named meanwhile wait.
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced) {
+	if !cache.WaitForCacheSync(ctx.Done(), a.synced) {
 		return
 	}
-	for {
-		name, shutdown := a.queue.Get()
-		if shutdown || ctx.Err() != nil {
-			return
-		}
-		a.lookSafely(ctx, name)
-		a.queue.Done(name)
+	var wg sync.WaitGroup
+	for range a.workers {
+		wg.Go(func() {
+			for {
+				name, shutdown := a.queue.Get()
+				if shutdown || ctx.Err() != nil {
+					return
+				}
+				a.lookSafely(ctx, name)
+				a.queue.Done(name)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // lookSafely is look, surviving a panic (logged) so that answering never
 // takes the agent down.
-func (a *answerer) lookSafely(ctx context.Context, name cache.ObjectName) {
+func (a *Answerer) lookSafely(ctx context.Context, name cache.ObjectName) {
 	defer func() {
 		if p := recover(); p != nil {
 			klog.FromContext(ctx).Error(fmt.Errorf("panic: %v", p), "Answering a proof-of-life challenge", "pod", name, "stack", string(debug.Stack()))
@@ -185,12 +260,18 @@ func (a *answerer) lookSafely(ctx context.Context, name cache.ObjectName) {
 
 // look decides about the pod as the live cache shows it, and writes its
 // answer if one is due.
-func (a *answerer) look(ctx context.Context, name cache.ObjectName) {
-	pod, err := a.srv.lister.Pods(name.Namespace).Get(name.Name)
-	if err != nil || pod.Spec.NodeName != a.srv.nodeName {
-		// Gone (the lister's only error is NotFound): an answer pending for
-		// it is dropped.
+func (a *Answerer) look(ctx context.Context, name cache.ObjectName) {
+	pod, err := a.lister.Pods(name.Namespace).Get(name.Name)
+	var client Client
+	if err == nil && pod.Spec.NodeName != "" {
+		client = a.clientFor(pod.Spec.NodeName)
+	}
+	a.mu.Lock()
+	if client == nil {
+		// Gone (the lister's only error is NotFound), or not a node answered
+		// for: an answer pending for it is dropped.
 		delete(a.pods, name)
+		a.mu.Unlock()
 		return
 	}
 	st := a.pods[name]
@@ -198,6 +279,7 @@ func (a *answerer) look(ctx context.Context, name cache.ObjectName) {
 		st = &answerState{uid: pod.UID}
 		a.pods[name] = st
 	}
+	a.mu.Unlock()
 	challenge, due := podchannel.ToAnswer(pod)
 	if !due {
 		// None, not this pod's, malformed, or answered as the cache shows.
@@ -211,15 +293,15 @@ func (a *answerer) look(ctx context.Context, name cache.ObjectName) {
 	if st.ended || time.Now().Before(st.retryAt) {
 		return
 	}
-	a.write(ctx, name, pod, st)
+	a.write(ctx, client, name, pod, st)
 }
 
 // write sends the answer (the pod's UID as precondition) and acts on the
 // outcome.
-func (a *answerer) write(ctx context.Context, name cache.ObjectName, pod *corev1.Pod, st *answerState) {
+func (a *Answerer) write(ctx context.Context, client Client, name cache.ObjectName, pod *corev1.Pod, st *answerState) {
 	logger := klog.FromContext(ctx)
-	actx, cancel := context.WithTimeout(ctx, a.srv.apiTimeout)
-	_, err := podcondition.Annotate(actx, a.srv.client, pod, podcondition.Annotations{rollout.AnswerAnnotation: &st.challenge}, FieldManager)
+	actx, cancel := context.WithTimeout(ctx, a.timeout)
+	_, err := podcondition.Annotate(actx, client, pod, podcondition.Annotations{rollout.AnswerAnnotation: &st.challenge}, FieldManager)
 	cancel()
 	if ctx.Err() != nil {
 		return // shutting down: neither an outcome nor a retry

@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -395,5 +398,92 @@ func TestAnswerOutcomeOfEachError(t *testing.T) {
 		if got := answerOutcome(tc.err); got != tc.want {
 			t.Errorf("%v: got %s, want %s", tc.err, got, tc.want)
 		}
+	}
+}
+
+// cutPods is a node's pods over a link that may be cut: while cut, every
+// status patch fails as a dead link's request does.
+type cutPods struct {
+	Pods
+	cut *atomic.Bool
+}
+
+func (p cutPods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error) {
+	if p.cut.Load() {
+		return nil, errLinkDown
+	}
+	return p.Pods.Patch(ctx, name, pt, data, opts, subresources...)
+}
+
+// cutClient is a node agent's Client whose link may be cut.
+type cutClient struct {
+	Client
+	cut *atomic.Bool
+}
+
+func (c cutClient) Pods(namespace string) Pods { return cutPods{c.Client.Pods(namespace), c.cut} }
+
+// TestOneAnswererForManyNodes: one Answerer over one cache of several nodes'
+// pods answers, by the agent's rule, each challenge on a node it has a
+// client for, through that node's client; a node whose link is cut is tried
+// again with backoff and answered once the link is back; a node it has no
+// client for is never answered.
+func TestOneAnswererForManyNodes(t *testing.T) {
+	pods := map[string]*corev1.Pod{}
+	var objs []runtime.Object
+	for _, node := range []string{"edge-a", "edge-b", "edge-c"} {
+		p := dsPod("p-"+node, onNode(node))
+		c, err := podchannel.NewChallenge(p.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		challenged(c.String())(p)
+		pods[node] = p
+		objs = append(objs, p)
+	}
+	client := fake.NewClientset(objs...)
+	api := typedClient{client}
+	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return api.Pods(metav1.NamespaceAll).List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return api.Pods(metav1.NamespaceAll).Watch(ctx, opts)
+		},
+	}, api), &corev1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	cutB := &atomic.Bool{}
+	cutB.Store(true)
+	clients := map[string]Client{"edge-a": api, "edge-b": cutClient{api, cutB}}
+	a := NewAnswerer(AnswererOptions{Pods: informer, Workers: 4, ClientFor: func(node string) Client { return clients[node] }})
+	a.backoff = wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 10 * time.Millisecond, Steps: 1 << 30}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go informer.Run(ctx.Done())
+	go a.Run(ctx)
+
+	answerOf := func(node string) string {
+		obj, err := client.Tracker().Get(podsGVR, "default", pods[node].Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*corev1.Pod).Annotations[rollout.AnswerAnnotation]
+	}
+	challengeOf := func(node string) string { return pods[node].Annotations[rollout.ChallengeAnnotation] }
+	eventually(t, "edge-a answered", func() bool { return answerOf("edge-a") == challengeOf("edge-a") })
+	eventually(t, "edge-b tried twice over its cut link", func() bool {
+		return testutil.ToFloat64(a.results.WithLabelValues(answerFailed)) >= 2
+	})
+	cutB.Store(false)
+	eventually(t, "edge-b answered once its link is back", func() bool { return answerOf("edge-b") == challengeOf("edge-b") })
+	if got := answerOf("edge-c"); got != "" {
+		t.Errorf("got edge-c answered %q, want no answer: no client acts as its agent", got)
+	}
+	for _, action := range client.Actions() {
+		if p, ok := action.(k8stesting.PatchAction); ok && p.GetName() == pods["edge-c"].Name {
+			t.Errorf("got %s patched, want it left alone", p.GetName())
+		}
+	}
+	if got := testutil.ToFloat64(a.results.WithLabelValues(answerWritten)); got != 2 {
+		t.Errorf("got %v answers written, want 2", got)
 	}
 }

@@ -39,7 +39,9 @@
 //     the agent's identity; never from the stored view, never queued to
 //     disk; retried with backoff while it cannot be written and the
 //     challenge stands, ended by a refusal or the pod's end; counted in
-//     edgeota_agent_alive_answers_total (metrics.go).
+//     edgeota_agent_alive_answers_total (metrics.go). The Answerer is
+//     exported (NewAnswerer) so that the benchmark's simulated agents, one
+//     process for many nodes, answer by this very rule and these retries.
 //   - queue.go: the queue of actions asked for with queue_if_offline while
 //     the API server is unreachable (upgrades, pre-pulls, holds and
 //     releases), kept in the state directory, and their outcomes;

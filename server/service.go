@@ -54,7 +54,7 @@ type Server struct {
 	upgrades *upgradeView
 	// answers answers the controller's proof-of-life challenges, once
 	// AnswerChallenges runs.
-	answers *answerer
+	answers *Answerer
 }
 
 // Options configures New; the zero value is the agent without authentication,

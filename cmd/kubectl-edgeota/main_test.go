@@ -233,10 +233,12 @@ func TestStatus(t *testing.T) {
 		{
 			name: "in progress",
 			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 3, Total: 8, InFlight: 2, Skipped: 1,
-				Failed: rollout.FailedNodes{Count: 12, Nodes: []string{"n1", "n2"}}, Strategy: rollout.StrategyAdvancedRollingUpdate}),
+				Failed: rollout.FailedNodes{Count: 12, Nodes: []string{"n1", "n2"}}, Strategy: rollout.StrategyAdvancedRollingUpdate,
+				Proven: &rollout.ProvenNodes{Answer: 2, Heartbeat: 1}}),
 			stdout: "Waiting for daemonset \"web\" rollout to finish: 3 of 8 nodes updated\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
 				"  updated    3 of 8 nodes\n" +
+				"  proven     2 by the node agent's answer, 1 by heartbeat\n" +
 				"  in flight  2\n" +
 				"  skipped    1 node NotReady, upgraded when back\n" +
 				"  failed     12 nodes: n1, n2 and 10 more\n",
@@ -253,10 +255,11 @@ func TestStatus(t *testing.T) {
 		{
 			name: "as far as the partition allows",
 			annotations: statusOf(t, rollout.Status{Revision: 2, Hash: "h2", Updated: 4, Total: 6, HeldBack: 2,
-				Strategy: rollout.StrategyAdvancedRollingUpdate}),
+				Strategy: rollout.StrategyAdvancedRollingUpdate, Proven: &rollout.ProvenNodes{Heartbeat: 4}}),
 			stdout: "daemonset \"web\" rolled out as far as allowed: revision 2 (h2) on 4 of 6 nodes, 2 held back by the node selector or partition\n" +
 				"  revision   2 (h2), AdvancedRollingUpdate\n" +
 				"  updated    4 of 6 nodes\n" +
+				"  proven     4 by heartbeat\n" +
 				"  held back  2 nodes by pause, node selector or partition\n",
 		},
 		{

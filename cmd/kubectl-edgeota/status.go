@@ -269,6 +269,9 @@ func (c *cli) print(v view) {
 			line("revision", "%d (%s)", s.Revision, s.Hash)
 		}
 		line("updated", "%d of %s", s.Updated, nodes(s.Total))
+		if p := s.Proven; p != nil && p.Answer+p.Heartbeat > 0 {
+			line("proven", "%s", provenBy(p))
+		}
 		if s.InFlight > 0 {
 			line("in flight", "%d", s.InFlight)
 		}
@@ -373,6 +376,20 @@ func failedNodes(f rollout.FailedNodes) string {
 		s += fmt.Sprintf(" and %d no longer in the rollout record", f.Lost)
 	}
 	return s
+}
+
+// provenBy says what proved the updated nodes alive: how many by their
+// agent's answer, how many by a heartbeat (no agent, or a slower one),
+// leaving out a kind that proved none.
+func provenBy(p *rollout.ProvenNodes) string {
+	var parts []string
+	if p.Answer > 0 {
+		parts = append(parts, fmt.Sprintf("%d by the node agent's answer", p.Answer))
+	}
+	if p.Heartbeat > 0 {
+		parts = append(parts, fmt.Sprintf("%d by heartbeat", p.Heartbeat))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // count is how many nodes a TimedNodes counts; none when absent.
