@@ -28,7 +28,8 @@
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
 //   - rollout.go, cutoff.go, proof.go, atrest.go, marking.go, nodeapi.go,
 //     identity.go, upgrade.go, persistence.go, watchers.go: one scenario
-//     each, with its targets and its table.
+//     each, with its targets and its table; predownload.go: the two on
+//     modelled image pulls (predownload, badtag), run only when named.
 //   - waves.go: the rollout scenarios' default node heartbeat interval, and
 //     a rollout's pod, node and Lease events and agents' answers replayed
 //     into proof-of-life waits, budget-to-deletion latencies and waves.

@@ -79,7 +79,11 @@ func header(s *session, started time.Time, kubeVersion string, scenarios []strin
 	fmt.Fprintf(&b, "- Nodes heartbeat: rollout and cutoff: %s (BENCH_HEARTBEAT); atrest and proof: %s; the others: %s\n",
 		s.p.rolloutHeartbeat, kubeletHeartbeat(s.p), localcluster.Heartbeat{})
 	if s.p.imagePulls != nil {
-		fmt.Fprintf(&b, "- Image pulls: modelled, %s per image a node has not pulled (BENCH_PULL_DELAY; localcluster.ImagePulls)\n", s.p.imagePulls.Delay)
+		fmt.Fprintf(&b, "- Image pulls: modelled, %s per image a node has not pulled (BENCH_PULL_DELAY; localcluster.ImagePulls)", s.p.imagePulls.Delay)
+		if n := len(s.p.imagePulls.Delays); n > 0 {
+			fmt.Fprintf(&b, "; %d images of the pre-download scenarios with delays of their own", n)
+		}
+		b.WriteString("\n")
 	}
 	agents := "none (BENCH_AGENTS=0): the nodes prove themselves alive by their heartbeats alone"
 	if s.p.agents {

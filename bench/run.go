@@ -60,6 +60,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	p.imagePulls = imagePullsFor(p, selected)
 	progress("creating a cluster of %d KWOK nodes", p.nodes)
 	s, err := newSession(ctx, p, selected[0].heartbeatIn(p))
 	if err != nil {

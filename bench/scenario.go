@@ -33,6 +33,11 @@ type scenario struct {
 	// run measures and returns the scenario's table. It may read the
 	// findings of the scenarios it needs and write its own for later ones.
 	run func(ctx context.Context, s *session, found *findings) (table, error)
+	// pullDelays, when set, says the scenario needs image pulls modelled
+	// (localcluster.ImagePulls) and names the images it rolls to with their
+	// pull delays. The model changes what every scenario of the run
+	// measures, so such a scenario runs only when BENCH_SCENARIOS names it.
+	pullDelays func(params) map[string]time.Duration
 }
 
 // scenarios are every scenario, in the order they run: a scenario runs
@@ -42,6 +47,8 @@ type scenario struct {
 var scenarios = []scenario{
 	rolloutScenario,
 	cutoffScenario,
+	preDownloadScenario,
+	badTagScenario,
 	proofScenario,
 	atRestScenario,
 	markingScenario,
@@ -69,11 +76,12 @@ func (sc scenario) heartbeatIn(p params) localcluster.Heartbeat {
 	return sc.heartbeat(p)
 }
 
-// selectScenarios returns the scenarios named (all when names is empty), with
-// the scenarios they need, in run order.
+// selectScenarios returns the scenarios named (all but those on modelled
+// image pulls when names is empty), with the scenarios they need, in run
+// order.
 func selectScenarios(names []string) ([]scenario, error) {
 	if len(names) == 0 {
-		return scenarios, nil
+		return slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool { return sc.pullDelays != nil }), nil
 	}
 	byName := map[string]scenario{}
 	for _, sc := range scenarios {
@@ -108,4 +116,29 @@ func selectScenarios(names []string) ([]scenario, error) {
 // scenarioNames lists the scenarios' names.
 func scenarioNames(scs []scenario) []string {
 	return pick(scs, func(sc scenario) string { return sc.name })
+}
+
+// imagePullsFor is how the run's cluster models image pulls: as
+// BENCH_PULL_DELAY says (p.imagePulls), and, when a selected scenario needs
+// them, at least with no delay, with the delays of that scenario's images.
+func imagePullsFor(p params, selected []scenario) *localcluster.ImagePulls {
+	pulls := p.imagePulls
+	for _, sc := range selected {
+		if sc.pullDelays == nil {
+			continue
+		}
+		if pulls == nil {
+			pulls = &localcluster.ImagePulls{}
+		} else if pulls == p.imagePulls {
+			clone := *pulls
+			pulls = &clone
+		}
+		for image, d := range sc.pullDelays(p) {
+			if pulls.Delays == nil {
+				pulls.Delays = map[string]time.Duration{}
+			}
+			pulls.Delays[image] = d
+		}
+	}
+	return pulls
 }

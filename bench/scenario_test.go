@@ -33,13 +33,19 @@ func TestScenariosHaveDistinctNamesAndNeedOnlyEarlierOnes(t *testing.T) {
 }
 
 func TestSelectScenarios(t *testing.T) {
-	all := scenarioNames(scenarios)
+	var all []string
+	for _, sc := range scenarios {
+		if sc.pullDelays == nil {
+			all = append(all, sc.name)
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		names []string
 		want  []string
 	}{
-		{"none named runs all", nil, all},
+		{"none named runs all but those on modelled pulls", nil, all},
+		{"those on modelled pulls when named", []string{"badtag", "predownload"}, []string{"predownload", "badtag"}},
 		{"a scenario brings what it needs, first", []string{"cutoff"}, []string{"rollout", "cutoff"}},
 		{"run order, not the order named", []string{"upgrade", "marking"}, []string{"marking", "upgrade"}},
 		{"named twice runs once", []string{"nodeapi", "nodeapi"}, []string{"nodeapi"}},
@@ -53,6 +59,25 @@ func TestSelectScenarios(t *testing.T) {
 		if names := scenarioNames(got); !slices.Equal(names, tc.want) {
 			t.Errorf("%s: selectScenarios(%q) runs %q, want %q", tc.name, tc.names, names, tc.want)
 		}
+	}
+}
+
+// TestImagePullsForScenarios: a scenario on modelled pulls has the run's
+// cluster model them (with no delay unless BENCH_PULL_DELAY says one) with
+// its images' delays; without one, BENCH_PULL_DELAY alone decides.
+func TestImagePullsForScenarios(t *testing.T) {
+	p := params{pairs: 2}
+	if got := imagePullsFor(p, scenarios[:1]); got != nil {
+		t.Errorf("rollout alone, no BENCH_PULL_DELAY: got %+v, want no model", got)
+	}
+	got := imagePullsFor(p, []scenario{rolloutScenario, preDownloadScenario})
+	if got == nil || got.Delay != 0 || got.Delays[pullImage(pullVariants[2], 2)] != slowPull || got.Delays[pullImage(pullVariants[0], 1)] != 0 {
+		t.Errorf("predownload: got %+v, want no delay but its images' (%s for the slow ones)", got, slowPull)
+	}
+	p.imagePulls = &localcluster.ImagePulls{Delay: 5 * time.Second}
+	got = imagePullsFor(p, []scenario{badTagScenario, preDownloadScenario})
+	if got == nil || got.Delay != 5*time.Second || len(got.Delays) != 2*len(pullVariants) || p.imagePulls.Delays != nil {
+		t.Errorf("BENCH_PULL_DELAY=5s: got %+v, want 5 s and the scenario's images' delays, BENCH_PULL_DELAY's own left as it was", got)
 	}
 }
 

@@ -143,9 +143,11 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 	if outcome == pullFailed {
 		result = decision.Condition{Status: string(corev1.ConditionFalse), Reason: podcondition.ReasonPullImageFail, Message: podcondition.FailureMessage(target, why)}
 	}
-	if err := c.writeCondition(pod, writeImageReady, podcondition.ImageReady, result, nil)(ctx); err != nil {
+	if err := c.writeCondition(pod, writeImageReady, podcondition.ImageReady, result, nil)(ctx); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	// A pod gone (taken by this very sync, say) needs no condition; its
+	// Job goes all the same.
 	switch {
 	case outcome == pullFailed:
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-pull for pod %s on node %s failed: %s", pod.Name, pod.Node, why)
@@ -195,25 +197,29 @@ func (c *Controller) prePullJobsOf(pod types.UID) []*batchv1.Job {
 
 // pullOf reads where the pull of the target's images for the node's old pod
 // stands: done once its PodImageReady is True naming the target, else as its
-// pre-pull Job's pods say (a pre-download's timeout is the decision's).
+// pre-pull Job's pods say (a pre-download's timeout is the decision's); and
+// whether the controller's Job for it is still there, which holds its place
+// in the parallelism until it is deleted.
 func (c *Controller) pullOf(pod *decision.Pod, target string) decision.Pull {
-	if c := pod.ImageReady; c.Status == string(corev1.ConditionTrue) && podcondition.Names(c.Message, target) {
-		return decision.Pull{State: decision.PullDone}
-	}
+	var p decision.Pull
 	for _, job := range c.prePullJobsOf(pod.UID) {
 		if job.Labels[PrePullRevisionLabel] != target {
 			continue
 		}
-		p := decision.Pull{State: decision.PullPending, Since: job.CreationTimestamp.Time, ByController: job.Labels[PrePullByLabel] == prePullByController}
+		byController := job.Labels[PrePullByLabel] == prePullByController
+		p = decision.Pull{State: decision.PullPending, Since: job.CreationTimestamp.Time, ByController: byController, Job: byController}
 		switch outcome, why := judgePull(job, c.jobPods(job.UID), c.now(), 0); outcome {
 		case pullSucceeded:
 			p.State = decision.PullDone
 		case pullFailed:
 			p.State, p.Why = decision.PullFailed, why
 		}
-		return p
+		break
 	}
-	return decision.Pull{}
+	if c := pod.ImageReady; c.Status == string(corev1.ConditionTrue) && podcondition.Names(c.Message, target) {
+		p.State, p.Why = decision.PullDone, ""
+	}
+	return p
 }
 
 // podlessGrace is how long a pre-pull Job may go without a pod before the

@@ -339,3 +339,43 @@ func TestPreDownloadNeverWritesAFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestPreDownloadNextJobAfterTheLastIsDeleted: with pre-download-parallelism
+// 1, the sync that reads a pull's success takes its node and deletes its
+// Job, and creates no other beside it: the next node's Job comes in the
+// next sync, so that there are never more Jobs than the parallelism.
+func TestPreDownloadNextJobAfterTheLastIsDeleted(t *testing.T) {
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, string(rollout.StrategyAdvancedRollingUpdate)),
+		withAnnotation(rollout.MaxUnavailableAnnotation, "1"), withAnnotation(rollout.PreDownloadAnnotation, "true"),
+		withAnnotation(rollout.PreDownloadParallelismAnnotation, "1"))
+	objs := cluster(ds, readyNodes(2))
+	first := objs[len(objs)-3].(*corev1.Pod) // pod-0 on node-0
+	job := prePullJob(ds, podRecordOf(first).(*podRecord), newHash, true)
+	job.UID, job.CreationTimestamp = types.UID(job.Name+"-uid"), metav1.NewTime(time.Now().Add(-time.Minute))
+	f := newFixture(t, append(objs, job, jobPod(job, exited, exited))...)
+	f.sync()
+	if got := f.deletedPods(); !slices.Equal(got, []string{first.Name}) {
+		t.Errorf("got pods deleted %v, want [%s], pulled", got, first.Name)
+	}
+	if got := f.deleted("jobs"); !slices.Equal(got, []string{job.Name}) {
+		t.Errorf("got Jobs deleted %v, want [%s], whose result was read", got, job.Name)
+	}
+	created := func() (names []string) {
+		for _, a := range f.writes() {
+			if a.GetVerb() == "create" && a.GetResource().Resource == "jobs" {
+				names = append(names, a.(core.CreateAction).GetObject().(*batchv1.Job).Spec.Template.Spec.NodeName)
+			}
+		}
+		return names
+	}
+	if got := created(); len(got) != 0 {
+		t.Fatalf("got Jobs created on %v beside the one read, want none (parallelism 1)", got)
+	}
+	if err := f.indexer(job).Delete(cached(job)); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	if got := created(); !slices.Equal(got, []string{"node-1"}) {
+		t.Errorf("the first Job gone: got Jobs created on %v, want [node-1]", got)
+	}
+}

@@ -237,13 +237,15 @@ func (r *Rollout) updated() int {
 }
 
 // pulls picks the nodes to start pre-downloading now, in the order their
-// turns come (name order), as many as the parallelism leaves: for
+// turns come (name order), as many as the parallelism leaves (the pulls
+// under way, and the controller's Jobs of finished pulls not deleted yet,
+// hold their places): for
 // AdvancedRollingUpdate the candidates the partition lets through (those
 // whose window is closed, or whose owner holds them, included: their turn
 // comes, and the window is spent upgrading, not downloading); for OTA the
 // offered nodes.
 func (r *Rollout) pulls(nodes int) []Take {
-	room := r.cfg.PullParallelism(nodes) - r.pulling
+	room := r.cfg.PullParallelism(nodes) - r.pulling - r.pullJobs
 	if room <= 0 {
 		return nil
 	}

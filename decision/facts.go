@@ -168,6 +168,10 @@ type Pull struct {
 	// ByController: the controller started the pull ahead of the node's
 	// turn (pre-download), not its owner (imagepull).
 	ByController bool
+	// Job: a pre-download Job of the controller's for the target exists for
+	// the pod, whatever its outcome; one that is done or failed holds its
+	// place in the parallelism until it is gone.
+	Job bool
 }
 
 // FactsFunc gathers the facts of one node.

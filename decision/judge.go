@@ -93,8 +93,9 @@ type verdict struct {
 	// that says it ended or reached its limit.
 	holdUntil time.Time
 	// The node's pre-download: its images are on the node (pulled), a pull
-	// is under way (pulling), or it timed out (pullTimedOut).
-	pulled, pulling, pullTimedOut bool
+	// is under way (pulling), or it timed out (pullTimedOut); pullJob: the
+	// controller's Job for it is still there.
+	pulled, pulling, pullTimedOut, pullJob bool
 	// failedNow: this judgement failed the node (not an earlier one).
 	failedNow bool
 }
@@ -195,7 +196,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		// the budget, even if the node recovered; its pod is left alone.
 		// A pull that failed before harm holds none.
 		if entry.NoPodLost {
-			return verdict{state: StatePullFailed, why: entry.Reason}
+			return verdict{state: StatePullFailed, why: entry.Reason, pullJob: f.Pull.Job}
 		}
 		return verdict{state: StateFailed, why: entry.Reason}
 	}
@@ -275,7 +276,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			// Its pre-download failed for good: a failure before harm.
 			why := "image pull failed, no pod lost: " + f.Pull.Why
 			j.ledger.Set(name, Entry{Stage: StageFailed, Reason: why, At: timeOf(j.now), OfferedAt: entry.OfferedAt, NoPodLost: true}, true)
-			return verdict{state: StatePullFailed, why: why, failedNow: true}
+			return verdict{state: StatePullFailed, why: why, failedNow: true, pullJob: f.Pull.Job}
 		}
 		if !node.Ready {
 			return verdict{state: StateSkipped}
@@ -356,6 +357,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 // pull reads a candidate's pre-download: pulled, under way (with a timer at
 // its timeout), or timed out.
 func (j *judgement) pull(v *verdict, p *Pull) {
+	v.pullJob = p.Job
 	switch p.State {
 	case PullDone:
 		v.pulled = true

@@ -140,3 +140,46 @@ func TestOTAPreDownloadsOfferedNodes(t *testing.T) {
 		t.Errorf("got pulls %v, want the offered nodes [node-0 node-1]", got)
 	}
 }
+
+// TestPullJobsLeftHoldTheParallelism: a pull that finished, done or failed,
+// holds its place in the parallelism while its Job is still there, so that
+// the next Job is created only once it is deleted: never more Jobs at once
+// than the parallelism allows (the controller deletes a finished Job in the
+// sync that reads its result, and creates the next one in the sync after).
+func TestPullJobsLeftHoldTheParallelism(t *testing.T) {
+	w := newWorld(t, 4, aru, map[string]string{rollout.MaxUnavailableAnnotation: "1", rollout.MaxFailedAnnotation: "2",
+		rollout.PreDownloadAnnotation: "true", rollout.PreDownloadParallelismAnnotation: "1"})
+	d := w.decide()
+	if got := pulled(d); !slices.Equal(got, []string{"node-0"}) {
+		t.Fatalf("got pulls %v, want [node-0]", got)
+	}
+	w.startPulls(d)
+
+	// Done, its Job not deleted yet: taken, and no Job started beside it.
+	w.setPull("node-0", Pull{State: PullDone, ByController: true, Job: true})
+	d = w.decide()
+	if got := deleted(d); !slices.Equal(got, []string{"node-0"}) || len(d.Pull) != 0 {
+		t.Fatalf("node-0 pulled, its Job still there: got %v deleted and pulls %v, want [node-0] and none", got, pulled(d))
+	}
+	w.deliverDeletions()
+	w.setPull("node-0", Pull{})
+	d = w.decide()
+	if got := pulled(d); !slices.Equal(got, []string{"node-1"}) {
+		t.Fatalf("node-0's Job gone: got pulls %v, want [node-1]", got)
+	}
+	w.startPulls(d)
+
+	// Failed for good, its Job not deleted yet: failed, and no Job started
+	// beside it until the Job goes.
+	w.setPull("node-1", Pull{State: PullFailed, Why: "image nginx:nope: ErrImagePull: manifest unknown", ByController: true, Job: true})
+	if d := w.decide(); len(d.Pull) != 0 {
+		t.Fatalf("node-1 failed, its Job still there: got pulls %v, want none", pulled(d))
+	}
+	if s, _ := w.r.State("node-1"); s != StatePullFailed {
+		t.Fatalf("got node-1 %v, want its pull failed", s)
+	}
+	w.setPull("node-1", Pull{})
+	if got := pulled(w.decide()); !slices.Equal(got, []string{"node-2"}) {
+		t.Errorf("node-1's Job gone: got pulls %v, want [node-2]", got)
+	}
+}

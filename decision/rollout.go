@@ -91,9 +91,12 @@ type Rollout struct {
 	// (eligible, Ready, an old pod, neither pulled nor pulling; for OTA,
 	// offered), in name order; pulling counts the pulls under way, pulled
 	// the candidates whose images are on their node, pullTimedOut those
-	// whose pull outlasted its timeout.
-	toPull                        *btree.BTreeG[string]
-	pulling, pulled, pullTimedOut int
+	// whose pull outlasted its timeout; pullJobs counts the nodes not
+	// pulling whose Job of the controller's is still there (done, failed or
+	// timed out, not deleted yet): each holds its place in the parallelism
+	// until it is gone, so that there are never more Jobs than it allows.
+	toPull                                  *btree.BTreeG[string]
+	pulling, pulled, pullTimedOut, pullJobs int
 	// notices are what the last Refresh saw change, for events.
 	notices []Notice
 	// ahead is what the last Decide wrote ahead (see Decide).
@@ -385,6 +388,9 @@ func (r *Rollout) countPull(n *nodeInfo, by int) {
 		r.pulled += by
 	case v.pullTimedOut:
 		r.pullTimedOut += by
+	}
+	if v.pullJob && !v.pulling {
+		r.pullJobs += by
 	}
 	if n.toPull {
 		if by > 0 {

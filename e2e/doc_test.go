@@ -16,6 +16,12 @@
 //     its pull, the next one on the node does not; a missing image's pod
 //     shows ErrImagePull and ImagePullBackOff; a pre-pull Job's pull serves
 //     a later DaemonSet pod on its node.
+//   - predownload_test.go: pre-download (edgeota.io/pre-download) on
+//     modelled pulls: the next node pulls while one bakes and each is
+//     taken only once pulled; pulls before a closed window opens; an OTA
+//     offer PULLED in the owner's view before the upgrade; a missing tag
+//     halts with no pod deleted (RolloutHalted, PrePullFailed); a NotReady
+//     node pulls once it returns; the parallelism bounds the Jobs.
 //   - ota_test.go: the OTA walk-through over REST and gRPC.
 //   - auto_test.go: `auto` upgrades connected nodes, the others on return.
 //   - rolling_test.go: AdvancedRollingUpdate stays within max-unavailable.
