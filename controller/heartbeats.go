@@ -25,7 +25,7 @@ import (
 // nothing).
 type heartbeats struct {
 	mu     sync.Mutex
-	latest map[string]time.Time            // node → latest heartbeat seen
+	latest map[string]time.Time            // node → the last heartbeat seen
 	byKey  map[string]map[string]time.Time // key → node → proof after
 	byNode map[string]map[string]time.Time // node → key → proof after
 	// reader follows the Leases of the nodes waited on.
@@ -44,7 +44,7 @@ func newHeartbeats(reader leaseFollower) *heartbeats {
 		byNode: map[string]map[string]time.Time{}, reader: reader}
 }
 
-// seen is the latest heartbeat seen from the node's Lease, zero if none.
+// seen is the last heartbeat seen from the node, zero if none.
 func (h *heartbeats) seen(node string) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -65,9 +65,10 @@ func (h *heartbeats) awaits(key, node string) bool {
 func (h *heartbeats) observe(node string, sent time.Time) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if sent.After(h.latest[node]) {
-		h.latest[node] = sent
-	}
+	// The last one seen, not the latest by its time: a node whose clock ran
+	// ahead and was set back must not prove its next pods by a renewal
+	// stamped in the future.
+	h.latest[node] = sent
 	var keys []string
 	for key, after := range h.byNode[node] {
 		if decision.ProvesAlive(sent, after) {

@@ -186,3 +186,27 @@ func TestHeartbeatProvesOnlyAfterTheSettledSecond(t *testing.T) {
 		}
 	}
 }
+
+// TestClockSetBackProvesNothingEarly: a node whose clock ran ahead renewed
+// its Lease with a time in the future; once its clock is set back, its next
+// renewals read earlier, and the one in the future no longer counts: a pod
+// that settles now is not proven by it.
+func TestClockSetBackProvesNothingEarly(t *testing.T) {
+	h := newHeartbeats(nopFollower{})
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	h.observe("n", now.Add(time.Hour)) // the clock an hour ahead
+	h.observe("n", now)                // set back
+	if got := h.seen("n"); !got.Equal(now) {
+		t.Errorf("got the last heartbeat at %s, want %s: the one in the future is gone", got, now)
+	}
+	settled := now.Add(time.Minute)
+	if decision.ProvesAlive(h.seen("n"), settled) {
+		t.Errorf("got a pod settled after the last renewal proven, want it waiting for the next")
+	}
+}
+
+// nopFollower follows no Lease.
+type nopFollower struct{}
+
+func (nopFollower) Start(string) {}
+func (nopFollower) Stop(string)  {}
