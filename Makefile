@@ -202,7 +202,7 @@ test-fuzz:
 
 ## test-e2e: the end-to-end suite against the embedded local cluster.
 test-e2e: tools build sdk-ts
-	$(GO) test -count=1 -tags e2e -timeout 40m ./e2e/...
+	$(GO) test -count=1 -tags e2e -timeout 60m ./e2e/...
 
 ## tools: build the local cluster's binaries into bin/ (skips what is current).
 tools:
