@@ -168,7 +168,7 @@ func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Ro
 		if !target.UpToDate(&p.Pod) {
 			offer = offers.of(r, p.Node, func() map[string]string { return podchannel.ImagesOf(&ds.Spec.Template.Spec) })
 		}
-		sameCondition := p.NeedUpgrade == want
+		sameCondition := p.NeedUpgrade.Get() == want
 		sameOffer := offer == nil || p.Offer == podchannel.Hash(*offer)
 		if sameCondition && sameOffer || c.expect.pendingWrite(p.UID, writeNeedUpgrade, p.ResourceVersion) {
 			continue
@@ -258,9 +258,9 @@ func (oc offerCache) of(r *decision.Rollout, node string, templateImages func() 
 func (c *Controller) writeCondition(p *podRecord, kind writeKind, t corev1.PodConditionType, want decision.Condition, offer *string) func(context.Context) error {
 	c.expect.expectWrite(p.UID, kind, p.ResourceVersion)
 	cond := corev1.PodCondition{Type: t, Status: corev1.ConditionStatus(want.Status), Reason: want.Reason, Message: want.Message}
-	was := corev1.ConditionStatus(p.NeedUpgrade.Status)
+	was := corev1.ConditionStatus(p.NeedUpgrade.Get().Status)
 	if t == podcondition.ImageReady {
-		was = corev1.ConditionStatus(p.ImageReady.Status)
+		was = corev1.ConditionStatus(p.ImageReady.Get().Status)
 	}
 	var annotations podcondition.Annotations
 	if offer != nil {

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/subtle"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -40,13 +39,18 @@ func (ch *challenges) of(pod types.UID) (string, error) {
 	return ch.issued[pod], nil
 }
 
-// answered reports whether answer is the pod's challenge as this process
-// issued it.
-func (ch *challenges) answered(pod types.UID, answer string) bool {
+// answered reports whether answer, the hash of the pod's answer
+// (podchannel.Hash), is that of its challenge as this process issued it.
+// The record keeps the hash alone (8 bytes, where every pod upgraded with
+// proof by answer would keep the answer's text); an answer proves no secret
+// (the node reads the challenge on its pod and echoes it), only that the
+// node's agent wrote after the challenge was issued, which a hash tells as
+// well.
+func (ch *challenges) answered(pod types.UID, answer uint64) bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	v, ok := ch.issued[pod]
-	return ok && subtle.ConstantTimeCompare([]byte(v), []byte(answer)) == 1
+	return ok && podchannel.Hash(v) == answer
 }
 
 // forget drops the challenge of a pod gone.

@@ -38,7 +38,7 @@ func (c *Controller) factsOf(ds *appsv1.DaemonSet, key string, target decision.T
 			return true
 		})
 		for _, p := range f.Pods {
-			if p.Answer != "" && c.challenges.answered(p.UID, p.Answer) {
+			if p.Answer != 0 && c.challenges.answered(p.UID, p.Answer) {
 				f.Answered = p.UID
 			}
 			if !p.Terminating && !target.UpToDate(p) {

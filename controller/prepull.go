@@ -41,7 +41,7 @@ import (
 //     Jobs no pull needs any more are deleted.
 func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg *decision.Settings, pod *podRecord, start, failed bool) func(context.Context) error {
 	target := rev.Hash
-	cond := pod.ImageReady
+	cond := pod.ImageReady.Get()
 	jobs := c.prePullJobsOf(pod.UID)
 	if cond.Status == "" && len(jobs) == 0 && !start {
 		return nil // the common case, kept cheap
@@ -197,7 +197,7 @@ func (c *Controller) prePullJobsOf(pod types.UID) []*batchv1.Job {
 // stands: done once its PodImageReady is True naming the target, else as its
 // pre-pull Job's pods say (a pre-download's timeout is the decision's).
 func (c *Controller) pullOf(pod *decision.Pod, target string) decision.Pull {
-	if c := pod.ImageReady; c.Status == string(corev1.ConditionTrue) {
+	if c := pod.ImageReady.Get(); c.Status == string(corev1.ConditionTrue) {
 		if rev, ok := podcondition.Revision(c.Message); ok && rev == target {
 			return decision.Pull{State: decision.PullDone}
 		}

@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -115,14 +116,14 @@ func groupPods(target *Target, pods []*Pod) nodePods {
 	var np nodePods
 	sorted := slices.Clone(pods)
 	slices.SortFunc(sorted, func(a, b *Pod) int {
-		if c := a.Created.Compare(b.Created); c != 0 {
+		if c := cmp.Compare(a.Created, b.Created); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
 	for _, pod := range sorted {
 		if pod.Terminating {
-			if np.terminating == nil || pod.TerminatingSince.After(np.terminating.TerminatingSince) {
+			if np.terminating == nil || pod.TerminatingSince > np.terminating.TerminatingSince {
 				np.terminating = pod
 			}
 			continue
@@ -224,7 +225,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			j.keepOffer(name, entry)
 		}
 		pod := np.newPod
-		v := health.Judge(&pod.Health, pod.Created, j.cfg.MinReadySeconds, deadline, j.now)
+		v := health.Judge(&pod.Health, pod.Created.Time(), j.cfg.MinReadySeconds, deadline, j.now)
 		var settledAt time.Time
 		if v.State == health.Settled && np.oldPod == nil && !np.several {
 			settledAt = health.SettledAt(&pod.Health, j.cfg.MinReadySeconds)
@@ -255,7 +256,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		if hasEntry && entry.Stage == StageInFlight {
 			j.keepOffer(name, entry)
 		}
-		return j.podless(np.newPod.Created, node.Ready, unscheduledWhy(np.newPod), fail)
+		return j.podless(np.newPod.Created.Time(), node.Ready, unscheduledWhy(np.newPod), fail)
 
 	case deleting:
 		// Deleted by this process, still running in a lagging cache: in
@@ -291,7 +292,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		// controller knows.
 		inFlight := hasEntry && entry.Stage == StageInFlight
 		if !inFlight && j.cfg.Strategy == rollout.StrategyOTA && hasEntry && entry.Stage == StageOffered {
-			entry = Entry{Stage: StageInFlight, Pod: np.terminating.UID, Since: timeOf(np.terminating.TerminatingSince), OfferedAt: entry.OfferedAt}
+			entry = Entry{Stage: StageInFlight, Pod: np.terminating.UID, Since: timeOf(np.terminating.TerminatingSince.Time()), OfferedAt: entry.OfferedAt}
 			j.ledger.Set(name, entry, true)
 			inFlight = true
 		}
@@ -303,7 +304,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			}
 			return verdict{state: StateInFlight}
 		}
-		since := np.terminating.TerminatingSince
+		since := np.terminating.TerminatingSince.Time()
 		if entry.Since != nil {
 			since = entry.Since.Time
 		}
@@ -413,20 +414,22 @@ func (j *judgement) podless(since time.Time, ready bool, why string, fail func(s
 // target: read only to adopt the offers of an older controller, never as
 // this controller's own.
 func offersTarget(pod *Pod, target *Target) bool {
-	if pod.NeedUpgrade.Status != "True" {
+	need := pod.NeedUpgrade.Get()
+	if need.Status != "True" {
 		return false
 	}
-	rev, ok := podcondition.Revision(pod.NeedUpgrade.Message)
+	rev, ok := podcondition.Revision(need.Message)
 	return ok && rev == target.Hash
 }
 
 // unscheduledWhy says why a replacement is not bound: the scheduler's
 // PodScheduled=False reason and message, as `kubectl describe` shows them.
 func unscheduledWhy(pod *Pod) string {
-	if pod.Unscheduled == "" {
+	why := pod.Unscheduled()
+	if why == "" {
 		return "replacement " + pod.Name + " not scheduled"
 	}
-	return "replacement " + pod.Name + " not scheduled: " + pod.Unscheduled
+	return "replacement " + pod.Name + " not scheduled: " + why
 }
 
 // lastHeartbeat is the node's latest heartbeat: its Lease's renewal, or its
