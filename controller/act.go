@@ -8,7 +8,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,13 +189,12 @@ func (c *Controller) pullTasks(ds *appsv1.DaemonSet, key string, r *decision.Rol
 		}
 	}
 	for _, obj := range c.jobIndexer.List() {
-		job := obj.(*batchv1.Job)
+		job := obj.(*jobRecord)
 		if job.Namespace != ds.Namespace {
 			continue
 		}
-		for i := range job.OwnerReferences {
-			ref := &job.OwnerReferences[i]
-			if o, ok, _ := c.podIndexer.GetByKey(job.Namespace + "/" + ref.Name); ok && isKind(ref, podKind) {
+		for _, ref := range job.Pods {
+			if o, ok, _ := c.podIndexer.GetByKey(job.Namespace + "/" + ref.Name); ok {
 				if p := o.(*podRecord); p.UID == ref.UID && p.Owner == ds.UID && !p.Terminating {
 					pods[p.UID] = p
 				}

@@ -16,8 +16,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -74,14 +72,15 @@ type Controller struct {
 
 	dsLister       appslisters.DaemonSetLister
 	revisionLister appslisters.ControllerRevisionLister
-	nodeLister     corelisters.NodeLister
-	jobLister      batchlisters.JobLister
 	dsIndexer      cache.Indexer
-	podIndexer     cache.Indexer
-	prePullPods    cache.Indexer
-	jobIndexer     cache.Indexer
-	records        *recordstore.Store
-	synced         []cache.InformerSynced
+	// The caches of the controller's own records (podRecord, nodeRecord,
+	// jobRecord), which typed listers cannot serve.
+	podIndexer  cache.Indexer
+	nodeIndexer cache.Indexer
+	jobIndexer  cache.Indexer
+	prePullPods cache.Indexer
+	records     *recordstore.Store
+	synced      []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// targetImages keeps the images of each DaemonSet's target revision.
@@ -112,10 +111,11 @@ const DaemonPodSelector = podTemplateGenerationLabel
 // reads: at 10,000 nodes a cache of every pod of the cluster, or a watch of
 // every node Lease, costs more than the rollouts it serves.
 //   - DaemonSets, ControllerRevisions and Nodes: all of them (any DaemonSet
-//     may opt in; any node may run one; readiness decides).
+//     may opt in; any node may run one; readiness decides); Nodes cached as
+//     nodeRecords.
 //   - Pods: DaemonSet pods (DaemonPodSelector), cached as podRecords; and
 //     the pre-pull Jobs' pods.
-//   - Jobs: the pre-pull Jobs (PrePullLabel).
+//   - Jobs: the pre-pull Jobs (PrePullLabel), cached as jobRecords.
 //   - ConfigMaps: the rollout records (record.Label), in the controller's
 //     own namespace.
 //
@@ -144,7 +144,7 @@ func NewInformers(client kubernetes.Interface, recordNamespace string) *Informer
 		return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	}
 	daemonPods := informers.NewSharedInformerFactoryWithOptions(client, 0, selecting(DaemonPodSelector),
-		informers.WithTransform(func(obj any) (any, error) { return podRecordOf(obj), nil }))
+		informers.WithTransform(TransformDaemonPod))
 	return &Informers{
 		Cluster:         factory(),
 		DaemonPods:      daemonPods,
@@ -191,10 +191,10 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	recorder record.EventRecorder, metrics *Metrics, opts ...Option) (*Controller, error) {
 	dsInformer := inf.Cluster.Apps().V1().DaemonSets()
 	revisionInformer := inf.Cluster.Apps().V1().ControllerRevisions()
-	nodeInformer := inf.Cluster.Core().V1().Nodes()
+	nodeInformer := inf.Cluster.Core().V1().Nodes().Informer()
 	podInformer := inf.DaemonPods.Core().V1().Pods().Informer()
 	prePullPodInformer := inf.PrePull.Core().V1().Pods()
-	jobInformer := inf.PrePull.Batch().V1().Jobs()
+	jobInformer := inf.PrePull.Batch().V1().Jobs().Informer()
 	recordInformer := inf.Records.Core().V1().ConfigMaps()
 
 	c := &Controller{
@@ -204,12 +204,11 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 		now:            time.Now,
 		dsLister:       dsInformer.Lister(),
 		revisionLister: revisionInformer.Lister(),
-		nodeLister:     nodeInformer.Lister(),
-		jobLister:      jobInformer.Lister(),
 		dsIndexer:      dsInformer.Informer().GetIndexer(),
 		podIndexer:     podInformer.GetIndexer(),
+		nodeIndexer:    nodeInformer.GetIndexer(),
 		prePullPods:    prePullPodInformer.Informer().GetIndexer(),
-		jobIndexer:     jobInformer.Informer().GetIndexer(),
+		jobIndexer:     jobInformer.GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonsets"}),
 		trackers:   map[string]*tracker{},
@@ -233,20 +232,20 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	if err := dsInformer.Informer().AddIndexers(cache.Indexers{byUID: indexByUID}); err != nil {
 		return nil, fmt.Errorf("adding daemonset indexes: %w", err)
 	}
-	if err := podInformer.AddIndexers(cache.Indexers{byControllerUID: indexPodByOwner, byNode: indexPodByNode}); err != nil {
+	if err := podInformer.AddIndexers(daemonPodIndexers); err != nil {
 		return nil, fmt.Errorf("adding pod indexes: %w", err)
 	}
 	if err := prePullPodInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {
 		return nil, fmt.Errorf("adding pre-pull pod indexes: %w", err)
 	}
-	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byOwnerUID: indexByOwnerUID}); err != nil {
+	if err := jobInformer.AddIndexers(cache.Indexers{byOwnerUID: indexJobByOwnerPod}); err != nil {
 		return nil, fmt.Errorf("adding job indexes: %w", err)
 	}
 	if err := recordInformer.Informer().AddIndexers(cache.Indexers{recordstore.ByOwner: recordstore.IndexByOwner}); err != nil {
 		return nil, fmt.Errorf("adding rollout record indexes: %w", err)
 	}
 	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer, prePullPodInformer.Informer(),
-		nodeInformer.Informer(), jobInformer.Informer(), recordInformer.Informer()); err != nil {
+		nodeInformer, jobInformer, recordInformer.Informer()); err != nil {
 		return nil, err
 	}
 	return c, nil

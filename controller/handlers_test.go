@@ -4,12 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/edgeota/edgeota/decision"
-	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 func TestPodEventsEnqueueTheirDaemonSet(t *testing.T) {
@@ -44,12 +45,12 @@ func TestJobEventsEnqueueTheirDaemonSet(t *testing.T) {
 	pod := requestedPod(newHash)
 	job := prePullFor(pod, newHash)
 	f := newFixture(t, prePullCluster(pod, job)...)
-	if got := f.c.daemonSetKeyForJob(job); got != testDSKey {
+	if got := f.c.daemonSetKeyForJob(cached(job).(*jobRecord)); got != testDSKey {
 		t.Errorf("got %q, want %q", got, testDSKey)
 	}
 	orphan := job.DeepCopy()
 	orphan.OwnerReferences[0].UID = "gone"
-	if got := f.c.daemonSetKeyForJob(orphan); got != "" {
+	if got := f.c.daemonSetKeyForJob(cached(orphan).(*jobRecord)); got != "" {
 		t.Errorf("got %q for a Job whose pod was replaced, want none", got)
 	}
 }

@@ -1,8 +1,8 @@
 package controller
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Cache indexes: a sync reads one DaemonSet's pods, one node's pods, one
@@ -14,6 +14,10 @@ const (
 	byNode          = "nodeName"
 	byOwnerUID      = "ownerUID"
 )
+
+// daemonPodIndexers are the DaemonSet pod cache's indexes: by DaemonSet,
+// by node.
+var daemonPodIndexers = cache.Indexers{byControllerUID: indexPodByOwner, byNode: indexPodByNode}
 
 // indexByUID indexes DaemonSets by UID: a pod record names its DaemonSet by
 // UID alone.
@@ -52,18 +56,16 @@ func indexByControllerUID(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// indexByOwnerUID indexes Jobs by the pods owning them (not as controller),
-// which is how pre-pull Jobs point at the pod they pull for.
-func indexByOwnerUID(obj any) ([]string, error) {
-	job, ok := obj.(*batchv1.Job)
+// indexJobByOwnerPod indexes Job records by the pods owning them (not as
+// controller), which is how pre-pull Jobs point at the pod they pull for.
+func indexJobByOwnerPod(obj any) ([]string, error) {
+	job, ok := obj.(*jobRecord)
 	if !ok {
 		return nil, nil
 	}
-	var uids []string
-	for i := range job.OwnerReferences {
-		if isKind(&job.OwnerReferences[i], podKind) {
-			uids = append(uids, string(job.OwnerReferences[i].UID))
-		}
+	uids := make([]string, 0, len(job.Pods))
+	for _, p := range job.Pods {
+		uids = append(uids, string(p.UID))
 	}
 	return uids, nil
 }

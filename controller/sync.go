@@ -221,7 +221,7 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-download on node %s failed for good; its old pod still serves, and it counts toward %s: %s",
 				n.Node, rollout.MaxFailedAnnotation, n.Why)
 		case decision.NoticeZoneInvalid:
-			if node, err := c.nodeLister.Get(n.Node); err == nil {
+			if node := c.nodeByName(n.Node); node != nil {
 				c.nodeEventOnChange(node, rollout.ReasonInvalidTimeZone, n.Err.Error()+"; windowed rollouts pass this node by until it is fixed")
 			}
 		}
