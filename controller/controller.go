@@ -8,12 +8,15 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
@@ -135,21 +138,37 @@ type Informers struct {
 }
 
 // NewInformers builds the controller's informers on client, trimmed by
-// Transform; start them with Start after NewController.
+// Transform; start them with Start after NewController. The caches of the
+// controller's own records (DaemonSet pods, Nodes, pre-pull Jobs) are made
+// here with their indexes and without the namespace index the typed
+// informers add (a set of every key per namespace), which no lister reads:
+// the records are read through their indexers.
 func NewInformers(client kubernetes.Interface, recordNamespace string) *Informers {
 	factory := func(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
 		return informers.NewSharedInformerFactoryWithOptions(client, 0, append(opts, informers.WithTransform(Transform))...)
 	}
-	selecting := func(selector string) informers.SharedInformerOption {
-		return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	selector := func(selector string) func(*metav1.ListOptions) {
+		return func(o *metav1.ListOptions) { o.LabelSelector = selector }
 	}
-	daemonPods := informers.NewSharedInformerFactoryWithOptions(client, 0, selecting(DaemonPodSelector),
+	selectDaemonPods, selectPrePull := selector(DaemonPodSelector), selector(PrePullLabel+"=true")
+	daemonPods := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(selectDaemonPods),
 		informers.WithTransform(TransformDaemonPod))
+	daemonPods.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, resync, daemonPodIndexers, selectDaemonPods)
+	})
+	cluster := factory()
+	cluster.InformerFor(&corev1.Node{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewNodeInformer(client, resync, nodeIndexers)
+	})
+	prePull := factory(informers.WithTweakListOptions(selectPrePull))
+	prePull.InformerFor(&batchv1.Job{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return batchinformers.NewFilteredJobInformer(client, metav1.NamespaceAll, resync, jobIndexers, selectPrePull)
+	})
 	return &Informers{
-		Cluster:         factory(),
+		Cluster:         cluster,
 		DaemonPods:      daemonPods,
-		PrePull:         factory(selecting(PrePullLabel + "=true")),
-		Records:         factory(selecting(recordstore.Label), informers.WithNamespace(recordNamespace)),
+		PrePull:         prePull,
+		Records:         factory(informers.WithTweakListOptions(selector(recordstore.Label)), informers.WithNamespace(recordNamespace)),
 		RecordNamespace: recordNamespace,
 	}
 }
@@ -184,8 +203,8 @@ func WithLeaseClient(client kubernetes.Interface) Option {
 }
 
 // NewController wires the controller to its informers (see Informers),
-// adding the indexes it looks pods and Jobs up by; start the informers after
-// calling it. Events go to recorder (component Component) and figures to
+// adding the indexes it looks pre-pull pods, DaemonSets and records up by;
+// start the informers after calling it. Events go to recorder (component Component) and figures to
 // metrics.
 func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *Informers,
 	recorder record.EventRecorder, metrics *Metrics, opts ...Option) (*Controller, error) {
@@ -232,14 +251,8 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	if err := dsInformer.Informer().AddIndexers(cache.Indexers{byUID: indexByUID}); err != nil {
 		return nil, fmt.Errorf("adding daemonset indexes: %w", err)
 	}
-	if err := podInformer.AddIndexers(daemonPodIndexers); err != nil {
-		return nil, fmt.Errorf("adding pod indexes: %w", err)
-	}
 	if err := prePullPodInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {
 		return nil, fmt.Errorf("adding pre-pull pod indexes: %w", err)
-	}
-	if err := jobInformer.AddIndexers(cache.Indexers{byOwnerUID: indexJobByOwnerPod}); err != nil {
-		return nil, fmt.Errorf("adding job indexes: %w", err)
 	}
 	if err := recordInformer.Informer().AddIndexers(cache.Indexers{recordstore.ByOwner: recordstore.IndexByOwner}); err != nil {
 		return nil, fmt.Errorf("adding rollout record indexes: %w", err)

@@ -15,9 +15,14 @@ const (
 	byOwnerUID      = "ownerUID"
 )
 
-// daemonPodIndexers are the DaemonSet pod cache's indexes: by DaemonSet,
-// by node.
-var daemonPodIndexers = cache.Indexers{byControllerUID: indexPodByOwner, byNode: indexPodByNode}
+// The indexes of the caches of records, made with their informers
+// (NewInformers): DaemonSet pods by DaemonSet and by node, pre-pull Jobs by
+// the pod they pull for; Nodes by name alone.
+var (
+	daemonPodIndexers = cache.Indexers{byControllerUID: indexPodByOwner, byNode: indexPodByNode}
+	jobIndexers       = cache.Indexers{byOwnerUID: indexJobByOwnerPod}
+	nodeIndexers      = cache.Indexers{}
+)
 
 // indexByUID indexes DaemonSets by UID: a pod record names its DaemonSet by
 // UID alone.

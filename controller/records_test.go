@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/rollout"
@@ -98,5 +101,38 @@ func TestJobRecordHoldsWhatTheControllerReads(t *testing.T) {
 	}
 	if again := jobRecordOf(got); again != got {
 		t.Errorf("got a record transformed again into %p, want the same record %p", again, got)
+	}
+}
+
+// TestStoresHoldRecordsIndexedAsTheInformers: the stores the bench measures
+// keep what the controller's informers keep, indexed the same way.
+func TestStoresHoldRecordsIndexedAsTheInformers(t *testing.T) {
+	pods := NewDaemonPodStore()
+	if err := pods.Add(newPod("p", "node-0", oldHash)); err != nil {
+		t.Fatal(err)
+	}
+	if objs, _ := pods.Indexer.ByIndex(byNode, "node-0"); len(objs) != 1 {
+		t.Fatalf("got %d pods on node-0, want 1", len(objs))
+	} else if _, ok := objs[0].(*podRecord); !ok {
+		t.Errorf("got a %T stored, want a *podRecord", objs[0])
+	}
+	if objs, _ := pods.Indexer.ByIndex(byControllerUID, string(testDSUID)); len(objs) != 1 {
+		t.Errorf("got %d pods of the DaemonSet, want 1", len(objs))
+	}
+	nodes := NewNodeStore()
+	if err := nodes.Add(newNode("node-0", corev1.ConditionTrue)); err != nil {
+		t.Fatal(err)
+	}
+	if obj, ok, _ := nodes.Indexer.GetByKey("node-0"); !ok || obj.(*nodeRecord).ReadyStatus != corev1.ConditionTrue {
+		t.Errorf("got %v (found %v) for node-0, want its record, Ready", obj, ok)
+	}
+	inf := NewInformers(nil, testRecordNamespace)
+	for name, tt := range map[string]struct{ informer, store cache.Indexer }{
+		"pods":  {inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer(), pods.Indexer},
+		"nodes": {inf.Cluster.Core().V1().Nodes().Informer().GetIndexer(), nodes.Indexer},
+	} {
+		if got, want := slices.Sorted(maps.Keys(tt.informer.GetIndexers())), slices.Sorted(maps.Keys(tt.store.GetIndexers())); !slices.Equal(got, want) {
+			t.Errorf("%s: got the informer's indexes %q, want the store's %q", name, got, want)
+		}
 	}
 }
