@@ -87,6 +87,9 @@ func header(s *session, started time.Time, kubeVersion string, scenarios []strin
 
 // toolVersion is the first line of `bin/NAME --version`.
 func toolVersion(s *session, name string) string {
+	if s.cluster == nil {
+		return name + " (no cluster)"
+	}
 	out, err := exec.Command(s.cluster.Tools.Path(name), "--version").Output()
 	if err != nil {
 		return name + " (version unknown)"

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 // resultsFile is the one place the report of a run with the parameters is
@@ -53,21 +55,35 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	progress("creating a cluster of %d KWOK nodes", p.nodes)
-	s, err := newSession(ctx, p, selected[0].heartbeatIn(p))
+	// The cluster starts heartbeating as the first scenario that uses it
+	// needs; none when no scenario does.
+	first := slices.IndexFunc(selected, func(sc scenario) bool { return !sc.clusterFree })
+	withCluster := first >= 0
+	var heartbeat localcluster.Heartbeat
+	if withCluster {
+		heartbeat = selected[first].heartbeatIn(p)
+		progress("creating a cluster of %d KWOK nodes", p.nodes)
+	}
+	s, err := newSession(ctx, p, heartbeat, withCluster)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		progress("deleting the cluster")
+		if withCluster {
+			progress("deleting the cluster")
+		}
 		err = errors.Join(err, s.close())
 	}()
-	version, err := s.cluster.Client.Discovery().ServerVersion()
-	if err != nil {
-		return fmt.Errorf("reading the API server's version: %w", err)
+	kubeVersion := "none (cluster-free scenarios only)"
+	if withCluster {
+		version, err := s.cluster.Client.Discovery().ServerVersion()
+		if err != nil {
+			return fmt.Errorf("reading the API server's version: %w", err)
+		}
+		kubeVersion = version.GitVersion
 	}
 	var report strings.Builder
-	report.WriteString(header(s, runStarted, version.GitVersion, scenarioNames(selected)))
+	report.WriteString(header(s, runStarted, kubeVersion, scenarioNames(selected)))
 	fmt.Print(report.String())
 	var found findings
 	for i, sc := range selected {
