@@ -88,8 +88,10 @@ func run(ctx context.Context) (err error) {
 	var found findings
 	for i, sc := range selected {
 		progress("%d. %s", i+1, sc.name)
-		if err := s.setHeartbeat(ctx, sc.heartbeatIn(p)); err != nil {
-			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		if !sc.clusterFree {
+			if err := s.setHeartbeat(ctx, sc.heartbeatIn(p)); err != nil {
+				return fmt.Errorf("scenario %s: %w", sc.name, err)
+			}
 		}
 		t, err := sc.run(ctx, s, &found)
 		if err != nil {

@@ -90,12 +90,15 @@ func TestLoadParamsRefusesTooFewNodes(t *testing.T) {
 // TestScenariosRunGroupedByHeartbeat: changing the nodes' heartbeat
 // restarts kwok-controller, so the scenarios sharing one run together,
 // whichever BENCH_HEARTBEAT the rollout scenarios have; a whole run changes
-// it at most twice.
+// it at most twice. A cluster-free scenario leaves it as it is.
 func TestScenariosRunGroupedByHeartbeat(t *testing.T) {
 	for _, rollout := range []string{"", "lease", "5s"} {
 		p := params{rolloutHeartbeat: mustHeartbeat(t, rollout)}
 		var runs []localcluster.Heartbeat
 		for _, sc := range scenarios {
+			if sc.clusterFree {
+				continue
+			}
 			if hb := sc.heartbeatIn(p); len(runs) == 0 || runs[len(runs)-1] != hb {
 				runs = append(runs, hb)
 			}
