@@ -330,7 +330,7 @@ func atRestTable(p params, f atRestFigures) table {
 	rows := []row{
 		{"controller CPU, % of one core", fmt.Sprintf("%.2f %%", cpuPct), "", "", "", ""},
 		{"… per 1,000 nodes", fmt.Sprintf("%.2f %%", per1000), "", "", fmt.Sprintf("≤ %.2f %%", atRestCPUTarget), verdict(per1000 <= atRestCPUTarget)},
-		controllerRSSRow("controller peak RSS (VmHWM, since it started)", f.memory.PeakRSS),
+		controllerRSSRow("controller peak RSS (VmHWM, since it started)", f.memory),
 		{"controller RSS at the end (VmRSS; of which anonymous)", fmt.Sprintf("%s (%s)", mib(f.memory.RSS), mib(f.memory.AnonRSS)), "", "", "", ""},
 	}
 	// The controller's informers, busiest first: where its watching goes.

@@ -121,7 +121,7 @@ func runCache(ctx context.Context, s *session, _ *findings) (table, error) {
 		notes: []string{
 			fmt.Sprintf("no cluster: a child process decodes representative objects (bench/cacheobjects.go: a kubelet-run DaemonSet pod with its managedFields, "+
 				"service account volume, tolerations, five conditions, a container status; a Node with 12 images) streamed as protobuf watch events, "+
-				"as client-go's typed clients do; heap per object: the live heap after a GC less the one before, divided by the count (Go %s, default GOGC: "+
+				"as client-go's typed clients do; heap per object: the live heap after a GC less the one before, divided by the count (%s, the default GOGC: "+
 				"the process's RSS holds about twice the live heap)", runtime.Version()),
 			fmt.Sprintf("a pod record is a %d-byte struct (unsafe.Sizeof(decision.Pod)); the rest of its bytes are its identity string (name, UID, "+
 				"resourceVersion), the store's key and its two index entries (by DaemonSet, by node)", unsafe.Sizeof(decision.Pod{})),

@@ -43,7 +43,7 @@ type cutoffFigures struct {
 	readyDone rolloutRun      // image change until every Ready node is done
 	deleted   []time.Duration // per returning node: Ready until its old pod is deleted
 	replaced  []time.Duration // per returning node: Ready until its new pod is Ready
-	peakRSS   int64
+	memory    measure.Memory
 }
 
 func runCutOff(ctx context.Context, s *session, found *findings) (table, error) {
@@ -99,7 +99,7 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 	if err := reconnect(ctx, s, &f, pods, nodes, cut); err != nil {
 		return f, err
 	}
-	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
+	if f.memory, err = ctrl.memory(); err != nil {
 		return f, err
 	}
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, cutoffNamespace))
@@ -208,7 +208,7 @@ func cutoffTable(p params, f cutoffFigures, allReady time.Duration) table {
 				"max ≤ " + seconds(returnDeleteTarget), verdict(firstWave <= returnDeleteTarget)},
 			{"returning node: Ready → new pod Ready, p50 / max", seconds(measure.Percentile(replaced, 0.5)) + " / " + seconds(replaced[len(replaced)-1]), "", "", "", ""},
 			{"controller CPU, rollout of the Ready nodes", seconds(f.readyDone.cpu), "", "", "", ""},
-			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+			controllerRSSRow("controller peak RSS (VmHWM)", f.memory),
 		},
 		notes: []string{
 			"Cut-off: " + cutOffHow(p) + "; all come back at once. Times per returning node run from the node watch's first Ready=True to the pod watch's first event showing the old pod terminating or gone (and the new one Ready).",

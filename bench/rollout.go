@@ -68,7 +68,7 @@ type rolloutRun struct {
 // rolloutFigures are the rollout scenario's results.
 type rolloutFigures struct {
 	ota, native []rolloutRun // alternating pairs
-	peakRSS     int64
+	memory      measure.Memory
 	// reaction is the controller's own share of budget freed → next
 	// deletion over all its rollouts (controllerReaction), sorted.
 	reaction []time.Duration
@@ -162,7 +162,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 			runs[i].idleCPU = time.Duration(idleRate * float64(runs[i].wall+settleCPU))
 		}
 	}
-	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
+	if f.memory, err = ctrl.memory(); err != nil {
 		return f, err
 	}
 	reaction, err := controllerReactionOf(s.h.LogPath(ctrlName))
@@ -393,7 +393,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{"… per node", millis(netCPU / time.Duration(p.nodes)), "", "", "≤ " + millis(controllerCPUNode), verdict(netCPU <= cpuTarget)},
 			{"… of which receiving the rollout's pod events: the controller's CPU while it only watches the native rollout, net, per node (median)", "", millis(watchOnly / time.Duration(p.nodes)), "", "", ""},
 			{"node Lease requests (lists and watches) per node and rollout (median)", fmt.Sprintf("%.2f", measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.leaseReads }))/float64(p.nodes)), "", "", "", ""},
-			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+			controllerRSSRow("controller peak RSS (VmHWM)", f.memory),
 			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
 		},
 		notes: []string{
