@@ -189,6 +189,8 @@ func (c *Controller) updatePod(old, obj any) {
 	}
 	if p.Terminating && !oldPod.Terminating {
 		c.expect.forgetPod(p.UID)
+	} else {
+		c.expect.observed(p.UID, p.ResourceVersion)
 	}
 	if oldPod.Node != p.Node && oldPod.Node != "" {
 		c.podChanged(oldPod)

@@ -132,3 +132,23 @@ func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestPodUpdateDropsExpectationsItMovedPast: an expected write is dropped
+// once the cache shows its pod at a later state, whether or not a sync asks
+// about it again; one made from the state the cache still shows stands.
+func TestPodUpdateDropsExpectationsItMovedPast(t *testing.T) {
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(1))...)
+	pod := newPod("pod-0", "node-0", oldHash)
+	f.c.expect.expectWrite(pod.UID, writeNeedUpgrade, pod.ResourceVersion)
+	f.c.expect.expectWrite(pod.UID, writeChallenge, pod.ResourceVersion)
+	f.update(pod.DeepCopy()) // an event of the same state
+	if got := len(f.c.expect.writes); got != 2 {
+		t.Fatalf("got %d writes expected after an event of the state they were made from, want 2", got)
+	}
+	moved := pod.DeepCopy()
+	moved.ResourceVersion = "2"
+	f.update(moved)
+	if got := len(f.c.expect.writes); got != 0 {
+		t.Errorf("got %d writes expected after the cache moved past them, want 0", got)
+	}
+}
