@@ -14,7 +14,8 @@
 // are removed on exit, Ctrl-C included.
 //
 // Where each concern lives:
-//   - main.go: the entry point, and the ceiling server's sub-command.
+//   - main.go: the entry point, and the sub-commands of the ceiling server
+//     and the cache scenario's measuring child.
 //   - params.go: BENCH_* variables, the budget, scaling targets to N.
 //   - scenario.go: the scenario type, the ordered list of scenarios, the
 //     findings passed from one to a later one, BENCH_SCENARIOS.
@@ -32,6 +33,9 @@
 //     a rollout's pod, node and Lease events replayed into heartbeat waits,
 //     budget-to-deletion latencies and waves.
 //   - ceiling.go: the node API's ceiling server (this binary, sub-command).
+//   - cache.go, cacheobjects.go: the cluster-free cache scenario, its
+//     measuring child (this binary, sub-command) and the representative
+//     pods and nodes it decodes as the API server streams them.
 //   - workload.go: DaemonSets, namespaces, image changes, pod readiness.
 //   - watch.go: informer-backed views a scenario waits on while it samples.
 //   - measure/: the measuring instruments (statistics, /proc, load
