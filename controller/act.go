@@ -52,7 +52,7 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 		tasks = append(c.showHoldLimits(ds, r), c.pullTasks(ds, key, r, d)...)
 	}
 	if cfg.AgentProof {
-		tasks = append(tasks, c.challenge(r)...)
+		tasks = append(tasks, c.challenge(key, r)...)
 	}
 	if len(tasks) > 0 {
 		if failed := runParallel(ctx, tasks); len(failed) > 0 {
