@@ -20,8 +20,14 @@ import (
 // scale never replaces the default report; a run whose rollouts go on node
 // Leases (BENCH_HEARTBEAT=lease) adds -leases, and one with the at-rest
 // scenario's timed variant (BENCH_ATREST_TIMED) -timed, so that neither
-// replaces the plain one.
+// replaces the plain one. A run of cluster-free scenarios alone, which no
+// cluster parameter changes, is named after them (latest-cache.md), so that
+// it never replaces a report of the cluster's scenarios either.
 func resultsFile(p params) string {
+	if scs, err := selectScenarios(p.scenarios); err == nil && len(p.scenarios) > 0 &&
+		!slices.ContainsFunc(scs, func(sc scenario) bool { return !sc.clusterFree }) {
+		return "bench/results/latest-" + strings.Join(scenarioNames(scs), "-") + ".md"
+	}
 	name := "bench/results/latest"
 	if p.nodes != defaultNodes {
 		name += fmt.Sprintf("-%dnodes", p.nodes)

@@ -172,6 +172,8 @@ func TestResultsFile(t *testing.T) {
 		{params{nodes: defaultNodes, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-leases.md"},
 		{params{nodes: 2000, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-2000nodes-leases.md"},
 		{params{nodes: defaultNodes, imagePulls: &localcluster.ImagePulls{Delay: time.Second}}, "bench/results/latest-pulls.md"},
+		{params{nodes: 2000, scenarios: []string{"cache"}}, "bench/results/latest-cache.md"},
+		{params{nodes: 2000, scenarios: []string{"cache", "rollout"}}, "bench/results/latest-2000nodes.md"},
 	} {
 		if got := resultsFile(tc.p); got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc.p, got, tc.want)
