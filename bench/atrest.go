@@ -320,7 +320,7 @@ type goHeap struct {
 }
 
 func goHeapOf(m measure.Metrics) goHeap {
-	v := func(name string) float64 { return m.Sum(name, nil) }
+	v := m.Gauge
 	return goHeap{inUse: v("go_memstats_heap_inuse_bytes"), goal: v("go_memstats_next_gc_bytes"),
 		idle: v("go_memstats_heap_idle_bytes") - v("go_memstats_heap_released_bytes"), stacks: v("go_memstats_stack_inuse_bytes")}
 }
