@@ -24,7 +24,7 @@ import (
 // node, and what decoding a pod's watch event costs it, measured without a
 // cluster in a child process of its own (this binary, cacheCommand), so that
 // nothing else lives in its heap:
-//   - 8,000 representative DaemonSet pods (two-thousand nodes' worth at four
+//   - 8,000 representative DaemonSet pods (2,000 nodes' worth at four
 //     DaemonSets per node, representativePod) and 2,000 Nodes, encoded as
 //     the API server streams a watch in protobuf (the controller's
 //     content type), are decoded as client-go's typed clients decode them,
