@@ -17,7 +17,8 @@
 //     contents: DaemonSet pods, Nodes and pre-pull Jobs as compact records
 //     of what the controller reads (decision.Pod for pods), without an
 //     ObjectMeta; the rest trimmed. Their caches are read through their
-//     indexers (typed listers cannot serve the records).
+//     indexers (typed listers cannot serve the records); stores.go makes
+//     the same caches for measurement (the bench's cache scenario).
 //   - sync.go: one sync: the target revision, the settings, the record
 //     loaded, the incremental decision.Rollout refreshed (rebuilt when the
 //     DaemonSet changed), the decision, the record written before acting.
