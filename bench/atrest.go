@@ -99,8 +99,10 @@ type atRestFigures struct {
 	cpu    time.Duration
 	memory measure.Memory
 	// goRuntime says how the controller's Go runtime manages its memory:
-	// GOGC and GOMEMLIMIT as its environment set them.
+	// GOGC and GOMEMLIMIT as its environment set them; goHeap what its heap
+	// holds at the end, by its own metrics.
 	goRuntime string
+	goHeap    goHeap
 	// watchEvents are the events each of the controller's informers handed
 	// it over the window, by resource.
 	watchEvents map[string]float64
@@ -317,12 +319,29 @@ func sampleAtRest(ctx context.Context, s *session, ctrl *child, f *atRestFigures
 	if f.memory, err = ctrl.memory(); err != nil {
 		return err
 	}
+	f.goHeap = goHeapOf(ctrlAfter)
 	env, err := measure.ReadEnviron(ctrl.Pid())
 	if err != nil {
 		return err
 	}
 	f.goRuntime = goMemorySettings(env)
 	return nil
+}
+
+// goHeap is what a Go program's heap holds, in bytes, by the Go collector's
+// metrics (client_golang's go_memstats_*): what splits its anonymous RSS.
+type goHeap struct {
+	// inUse: spans holding objects, live or not yet collected; goal: the
+	// heap size at which the next collection starts (at GOGC=100, twice the
+	// heap live after the last one); idle: free spans the runtime has not
+	// returned to the OS yet; stacks: goroutine stacks.
+	inUse, goal, idle, stacks float64
+}
+
+func goHeapOf(m measure.Metrics) goHeap {
+	v := m.Gauge
+	return goHeap{inUse: v("go_memstats_heap_inuse_bytes"), goal: v("go_memstats_next_gc_bytes"),
+		idle: v("go_memstats_heap_idle_bytes") - v("go_memstats_heap_released_bytes"), stacks: v("go_memstats_stack_inuse_bytes")}
 }
 
 // goMemorySettings says how a Go program's environment sets its garbage
@@ -349,8 +368,10 @@ func atRestTable(p params, f atRestFigures) table {
 	rows := []row{
 		{"controller CPU, % of one core", fmt.Sprintf("%.2f %%", cpuPct), "", "", "", ""},
 		{"… per 1,000 nodes", fmt.Sprintf("%.2f %%", per1000), "", "", fmt.Sprintf("≤ %.2f %%", atRestCPUTarget), verdict(per1000 <= atRestCPUTarget)},
-		controllerRSSRow("controller peak RSS (VmHWM, since it started)", f.memory.PeakRSS),
+		controllerRSSRow("controller peak RSS (VmHWM, since it started)", f.memory),
 		{"controller RSS at the end (VmRSS; of which anonymous)", fmt.Sprintf("%s (%s)", mib(f.memory.RSS), mib(f.memory.AnonRSS)), "", "", "", ""},
+		{"… its Go heap at the end: in use, next GC's goal, idle not returned, stacks", fmt.Sprintf("%s, %s, %s, %s",
+			mib(int64(f.goHeap.inUse)), mib(int64(f.goHeap.goal)), mib(int64(f.goHeap.idle)), mib(int64(f.goHeap.stacks))), "", "", "", ""},
 	}
 	// The controller's informers, busiest first: where its watching goes.
 	informers := slices.SortedFunc(maps.Keys(f.watchEvents), func(a, b string) int {

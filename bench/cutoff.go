@@ -50,7 +50,7 @@ type cutoffFigures struct {
 	deleted   []time.Duration // per returning node: Ready until its old pod is deleted
 	replaced  []time.Duration // per returning node: Ready until its new pod is Ready
 	brake     brakeCheck      // a version that cuts its nodes off
-	peakRSS   int64
+	memory    measure.Memory
 }
 
 // cutOffImage is a version that cuts off every node it runs on: the bench
@@ -144,7 +144,7 @@ func benchCutOff(ctx context.Context, s *session) (cutoffFigures, error) {
 		return f, err
 	}
 	progress("cut-off: a version cutting its nodes off ran on %d nodes, %d failed, halted %t", f.brake.ran, f.brake.failed, f.brake.halted)
-	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
+	if f.memory, err = ctrl.memory(); err != nil {
 		return f, err
 	}
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, cutoffNamespace))
@@ -334,7 +334,7 @@ func cutoffTable(p params, f cutoffFigures, allReady time.Duration) table {
 			{"controller CPU, rollout of the Ready nodes", seconds(f.readyDone.cpu), "", "", "", ""},
 			brakeRow(p, f.brake),
 			answerRow(f.brake),
-			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+			controllerRSSRow("controller peak RSS (VmHWM)", f.memory),
 		},
 		notes: []string{
 			"Cut-off: " + cutOffHow(p) + "; all come back at once. Times per returning node run from the node watch's first Ready=True to the pod watch's first event showing the old pod terminating or gone (and the new one Ready).",

@@ -14,8 +14,8 @@
 // are removed on exit, Ctrl-C included.
 //
 // Where each concern lives:
-//   - main.go: the entry point, and the ceiling server's and the simulated
-//     agents' sub-commands.
+//   - main.go: the entry point, and the sub-commands of the ceiling
+//     server, the simulated agents and the cache scenario's measuring child.
 //   - params.go: BENCH_* variables, the budget, scaling targets to N.
 //   - scenario.go: the scenario type, the ordered list of scenarios, the
 //     findings passed from one to a later one, BENCH_SCENARIOS.
@@ -40,6 +40,9 @@
 //     process answering the proof-of-life challenges of every node, each
 //     answer written as its node, by the agent's own code.
 //   - ceiling.go: the node API's ceiling server (this binary, sub-command).
+//   - cache.go, cacheobjects.go: the cluster-free cache scenario, its
+//     measuring child (this binary, sub-command) and the representative
+//     pods and nodes it decodes as the API server streams them.
 //   - workload.go: DaemonSets, namespaces, image changes, pod readiness.
 //   - watch.go: informer-backed views a scenario waits on while it samples.
 //   - measure/: the measuring instruments (statistics, /proc, load

@@ -59,9 +59,9 @@ type marking struct {
 
 // markingFigures are the marking scenario's results.
 type markingFigures struct {
-	ota, ceiling []marking // alternating pairs
-	written      float64   // conditions the controllers reported writing in their runs
-	peakRSS      int64     // the highest of the runs' controllers
+	ota, ceiling []marking      // alternating pairs
+	written      float64        // conditions the controllers reported writing in their runs
+	memory       measure.Memory // of the run whose controller peaked highest
 }
 
 func runMarking(ctx context.Context, s *session, _ *findings) (table, error) {
@@ -96,12 +96,14 @@ func benchMarking(ctx context.Context, s *session) (markingFigures, error) {
 		return f, err
 	}
 	for i := 1; i <= s.p.pairs; i++ {
-		a, written, rss, err := markByController(ctx, s, pods, revisions, i)
+		a, written, mem, err := markByController(ctx, s, pods, revisions, i)
 		if err != nil {
 			return f, err
 		}
 		f.written += written
-		f.peakRSS = max(f.peakRSS, rss)
+		if mem.PeakRSS > f.memory.PeakRSS {
+			f.memory = mem
+		}
 		b, err := markByCeiling(ctx, s, writer, pods, i)
 		if err != nil {
 			return f, err
@@ -118,10 +120,10 @@ func benchMarking(ctx context.Context, s *session) (markingFigures, error) {
 // counted writing during it, and the controller's peak memory. It also times
 // the native controller's part: ota-controller marks pods against the newest
 // ControllerRevision, which kube-controller-manager creates after the change.
-func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], revisions *view[*appsv1.ControllerRevision], i int) (marking, float64, int64, error) {
+func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], revisions *view[*appsv1.ControllerRevision], i int) (marking, float64, measure.Memory, error) {
 	ctrl, err := s.startController(ctx, fmt.Sprintf("ota-controller-marking-%d", i), 0)
 	if err != nil {
-		return marking{}, 0, 0, err
+		return marking{}, 0, measure.Memory{}, err
 	}
 	before := map[string]string{}
 	err = pods.until(ctx, settleTimeout, "the controller's PodNeedUpgrade on every pod", func(_ time.Time, items map[string]*corev1.Pod) bool {
@@ -136,11 +138,11 @@ func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], 
 		return len(items) == s.p.nodes
 	})
 	if err != nil {
-		return marking{}, 0, 0, errors.Join(err, s.stopChild(ctrl))
+		return marking{}, 0, measure.Memory{}, errors.Join(err, s.stopChild(ctrl))
 	}
 	writtenBefore, err := conditionsWritten(ctx, ctrl)
 	if err != nil {
-		return marking{}, 0, 0, errors.Join(err, s.stopChild(ctrl))
+		return marking{}, 0, measure.Memory{}, errors.Join(err, s.stopChild(ctrl))
 	}
 	known := newestRevision(revisions.snapshot())
 	var revisionAt time.Time
@@ -165,15 +167,15 @@ func markByController(ctx context.Context, s *session, pods *view[*corev1.Pod], 
 	err = errors.Join(err, revisionErr)
 	m.cpu, m.revision = cpu, revisionAt.Sub(start)
 	var written float64
-	var rss int64
+	var mem measure.Memory
 	if err == nil {
 		written, err = conditionsWritten(ctx, ctrl)
 		written -= writtenBefore
 	}
 	if err == nil {
-		rss, err = ctrl.peakRSS()
+		mem, err = ctrl.memory()
 	}
-	return m, written, rss, errors.Join(err, s.stopChild(ctrl))
+	return m, written, mem, errors.Join(err, s.stopChild(ctrl))
 }
 
 // newestRevision is the highest .revision among the ControllerRevisions.
@@ -290,7 +292,7 @@ func markingTable(p params, f markingFigures) table {
 				fmt.Sprintf("no storm: ≤ %.0f", conflictShareTarget*float64(p.nodes)), verdict(conflicts(f.ota) <= conflictShareTarget*float64(p.nodes))},
 			{"PodNeedUpgrade writes per pod (controller's counter)", fmt.Sprintf("%.2f", f.written/float64(p.nodes*len(f.ota))), "", "", "", ""},
 			{"controller CPU per marking (median)", seconds(cpu), "", "", "", ""},
-			controllerRSSRow("controller peak RSS (VmHWM, worst run)", f.peakRSS),
+			controllerRSSRow("controller peak RSS (VmHWM, worst run)", f.memory),
 		},
 		notes: []string{
 			fmt.Sprintf("baseline (write ceiling): a plain client-go client at QPS %g / burst %d patching the same condition (podcondition.Set: strategic-merge patch of pods/status) onto the same pods from %d goroutines, the controller's write parallelism; the controller is stopped meanwhile and a fresh one starts each pair.", p.qps, p.burst, ceilingParallelism),

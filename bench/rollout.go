@@ -70,7 +70,7 @@ type rolloutRun struct {
 // rolloutFigures are the rollout scenario's results.
 type rolloutFigures struct {
 	ota, native []rolloutRun // alternating pairs
-	peakRSS     int64
+	memory      measure.Memory
 	// reaction is the controller's own share of budget freed → next
 	// deletion over all its rollouts (controllerReaction), sorted.
 	reaction []time.Duration
@@ -180,7 +180,7 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 			runs[i].idleCPU = time.Duration(idleRate * float64(runs[i].wall+settleCPU))
 		}
 	}
-	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
+	if f.memory, err = ctrl.memory(); err != nil {
 		return f, err
 	}
 	reaction, err := controllerReactionOf(s.h.LogPath(ctrlName))
@@ -432,8 +432,8 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{"node Lease requests (lists and watches) per node and rollout (median)", fmt.Sprintf("%.2f", measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.leaseReads }))/float64(p.nodes)), "", "", "", ""},
 			{"rollout record writes per rollout (median), and the ConfigMaps' size after them, summed", fmt.Sprintf("%.0f writes, %s",
 				measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.recordWrites })),
-				kib(measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.recordBytes })))), "", "", "", ""},
-			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+				kib(int64(measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.recordBytes }))))), "", "", "", ""},
+			controllerRSSRow("controller peak RSS (VmHWM)", f.memory),
 			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
 		},
 		notes: []string{
@@ -450,6 +450,3 @@ func rolloutTable(p params, f rolloutFigures) table {
 		},
 	}
 }
-
-// kib renders bytes in KiB.
-func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/edgeota/edgeota/bench/measure"
+	"github.com/edgeota/edgeota/localcluster"
 )
 
 // resultsFile is the one place the report of a run with the parameters is
@@ -17,10 +19,17 @@ import (
 // READMEs link to, latest-<n>nodes.md for another, so that a run at another
 // scale never replaces the default report; a run whose rollouts go on node
 // Leases (BENCH_HEARTBEAT=lease) adds -leases, one with the at-rest
-// scenario's timed variant (BENCH_ATREST_TIMED) -timed, and one with
-// simulated agents in the rollouts (BENCH_AGENTS) -agents, so that none
-// replaces the plain one.
+// scenario's timed variants (BENCH_ATREST_TIMED) -timed or -overdue, one
+// with modelled pulls -pulls, and one with simulated agents in the rollouts
+// (BENCH_AGENTS) -agents, so that none replaces the plain one. A run of
+// cluster-free scenarios alone, which no cluster parameter changes, is named
+// after them (latest-cache.md), so that it never replaces a report of the
+// cluster's scenarios either.
 func resultsFile(p params) string {
+	if scs, err := selectScenarios(p.scenarios); err == nil && len(p.scenarios) > 0 &&
+		!slices.ContainsFunc(scs, func(sc scenario) bool { return !sc.clusterFree }) {
+		return "bench/results/latest-" + strings.Join(scenarioNames(scs), "-") + ".md"
+	}
 	name := "bench/results/latest"
 	if p.nodes != defaultNodes {
 		name += fmt.Sprintf("-%dnodes", p.nodes)
@@ -61,27 +70,43 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	p.imagePulls = imagePullsFor(p, selected)
-	progress("creating a cluster of %d KWOK nodes", p.nodes)
-	s, err := newSession(ctx, p, selected[0].heartbeatIn(p))
+	// The cluster starts heartbeating as the first scenario that uses it
+	// needs; none when no scenario does.
+	first := slices.IndexFunc(selected, func(sc scenario) bool { return !sc.clusterFree })
+	withCluster := first >= 0
+	var heartbeat localcluster.Heartbeat
+	if withCluster {
+		heartbeat = selected[first].heartbeatIn(p)
+		progress("creating a cluster of %d KWOK nodes", p.nodes)
+	}
+	s, err := newSession(ctx, p, heartbeat, withCluster)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		progress("deleting the cluster")
+		if withCluster {
+			progress("deleting the cluster")
+		}
 		err = errors.Join(err, s.close())
 	}()
-	version, err := s.cluster.Client.Discovery().ServerVersion()
-	if err != nil {
-		return fmt.Errorf("reading the API server's version: %w", err)
+	kubeVersion := "none (cluster-free scenarios only)"
+	if withCluster {
+		version, err := s.cluster.Client.Discovery().ServerVersion()
+		if err != nil {
+			return fmt.Errorf("reading the API server's version: %w", err)
+		}
+		kubeVersion = version.GitVersion
 	}
 	var report strings.Builder
-	report.WriteString(header(s, runStarted, version.GitVersion, scenarioNames(selected)))
+	report.WriteString(header(s, runStarted, kubeVersion, scenarioNames(selected)))
 	fmt.Print(report.String())
 	var found findings
 	for i, sc := range selected {
 		progress("%d. %s", i+1, sc.name)
-		if err := s.setHeartbeat(ctx, sc.heartbeatIn(p)); err != nil {
-			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		if !sc.clusterFree {
+			if err := s.setHeartbeat(ctx, sc.heartbeatIn(p)); err != nil {
+				return fmt.Errorf("scenario %s: %w", sc.name, err)
+			}
 		}
 		t, err := sc.run(ctx, s, &found)
 		if err != nil {

@@ -30,6 +30,9 @@ type scenario struct {
 	// writes every 2 s would load the API server the other scenarios
 	// measure), one about watching the fleet at rest sends node Leases.
 	heartbeat func(params) localcluster.Heartbeat
+	// clusterFree: it measures without the cluster (in a child process of
+	// its own); a run of such scenarios alone creates none.
+	clusterFree bool
 	// run measures and returns the scenario's table. It may read the
 	// findings of the scenarios it needs and write its own for later ones.
 	run func(ctx context.Context, s *session, found *findings) (table, error)
@@ -45,6 +48,7 @@ type scenario struct {
 // (changing it restarts kwok-controller: see session.setHeartbeat): proof's
 // and atrest's node Leases follow the rollout's, which may be Leases too.
 var scenarios = []scenario{
+	cacheScenario,
 	rolloutScenario,
 	cutoffScenario,
 	preDownloadScenario,

@@ -116,12 +116,15 @@ func TestLoadParamsRefusesTooFewNodes(t *testing.T) {
 // TestScenariosRunGroupedByHeartbeat: changing the nodes' heartbeat
 // restarts kwok-controller, so the scenarios sharing one run together,
 // whichever BENCH_HEARTBEAT the rollout scenarios have; a whole run changes
-// it at most twice.
+// it at most twice. A cluster-free scenario leaves it as it is.
 func TestScenariosRunGroupedByHeartbeat(t *testing.T) {
 	for _, rollout := range []string{"", "lease", "5s"} {
 		p := params{rolloutHeartbeat: mustHeartbeat(t, rollout)}
 		var runs []localcluster.Heartbeat
 		for _, sc := range scenarios {
+			if sc.clusterFree {
+				continue
+			}
 			if hb := sc.heartbeatIn(p); len(runs) == 0 || runs[len(runs)-1] != hb {
 				runs = append(runs, hb)
 			}
@@ -197,6 +200,8 @@ func TestResultsFile(t *testing.T) {
 		{params{nodes: 2000, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}, "bench/results/latest-2000nodes-leases.md"},
 		{params{nodes: defaultNodes, imagePulls: &localcluster.ImagePulls{Delay: time.Second}}, "bench/results/latest-pulls.md"},
 		{params{nodes: 2000, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}, agents: true}, "bench/results/latest-2000nodes-leases-agents.md"},
+		{params{nodes: 2000, scenarios: []string{"cache"}}, "bench/results/latest-cache.md"},
+		{params{nodes: 2000, scenarios: []string{"cache", "rollout"}}, "bench/results/latest-2000nodes.md"},
 	} {
 		if got := resultsFile(tc.p); got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc.p, got, tc.want)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,11 +37,12 @@ type session struct {
 
 // newSession creates a cluster of p.nodes KWOK nodes heartbeating as
 // heartbeat says under a name of its own, so that a bench never shares a
-// cluster with `make run` or the tests.
+// cluster with `make run` or the tests; none when withCluster is false
+// (only cluster-free scenarios run).
 // Its lock keeps other benchmarks out of this checkout until close: two at
 // once on a shared machine would each measure the other, and share
 // .cache/bench.
-func newSession(ctx context.Context, p params, heartbeat localcluster.Heartbeat) (*session, error) {
+func newSession(ctx context.Context, p params, heartbeat localcluster.Heartbeat, withCluster bool) (*session, error) {
 	h, err := harness.New(harness.Options{LogDir: filepath.Join(".cache", "bench"), Lock: filepath.Join(".cache", "bench.lock")})
 	var locked *proc.LockedError
 	if errors.As(err, &locked) {
@@ -48,6 +50,9 @@ func newSession(ctx context.Context, p params, heartbeat localcluster.Heartbeat)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !withCluster {
+		return &session{p: p, h: h, root: h.Root, logDir: h.LogDir}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
@@ -66,7 +71,7 @@ func newSession(ctx context.Context, p params, heartbeat localcluster.Heartbeat)
 // the scenarios run grouped by heartbeat; the alternative, a cluster per
 // heartbeat, costs a minute or more of node creation at 500 nodes.
 func (s *session) setHeartbeat(ctx context.Context, heartbeat localcluster.Heartbeat) error {
-	if heartbeat == s.heartbeat {
+	if heartbeat == s.heartbeat || s.cluster == nil {
 		return nil
 	}
 	progress("nodes heartbeat: %s (restarting kwok-controller)", heartbeat)
@@ -204,6 +209,28 @@ func (s *session) startCeiling(ctx context.Context, jsonPath, protoPath string) 
 	}
 	c := &child{Process: p, addr: addr}
 	return c, c.waitServing(ctx, "/pods", func([]byte) bool { return true })
+}
+
+// runSelf runs this binary with args (a measuring child, such as the cache
+// scenario's), waits for it and returns its standard output; its standard
+// error goes to its log.
+func (s *session) runSelf(ctx context.Context, args ...string) ([]byte, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the benchmark's binary: %w", err)
+	}
+	log, err := os.Create(filepath.Join(s.logDir, args[0]+".log"))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Stderr = log
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w (log: %s)", self, strings.Join(args, " "), err, log.Name())
+	}
+	return out, nil
 }
 
 // stopChild stops a child started by this session before the session ends.

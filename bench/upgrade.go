@@ -41,7 +41,7 @@ type upgradeFigures struct {
 	direct  []time.Duration // baseline: the bench deletes the pod itself
 	retries int             // agent refusals retried (cache lag)
 	cpu     time.Duration   // the scenario's controller, its whole life
-	peakRSS int64
+	memory  measure.Memory
 }
 
 func runUpgrade(ctx context.Context, s *session, _ *findings) (table, error) {
@@ -114,7 +114,7 @@ func benchUpgrade(ctx context.Context, s *session, agent *child) (upgradeFigures
 	if f.cpu, err = ctrl.cpu(); err != nil {
 		return f, err
 	}
-	if f.peakRSS, err = ctrl.peakRSS(); err != nil {
+	if f.memory, err = ctrl.memory(); err != nil {
 		return f, err
 	}
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, upgradeNamespace))
@@ -178,7 +178,7 @@ func upgradeTable(f upgradeFigures) table {
 			{fmt.Sprintf("p50 (%d upgrades each)", len(a)), millis(measure.Percentile(a, 0.5)), millis(measure.Percentile(d, 0.5)), times(measure.Ratio(measure.Percentile(a, 0.5), measure.Percentile(d, 0.5))), "", ""},
 			{"p99", millis(measure.Percentile(a, 0.99)), millis(measure.Percentile(d, 0.99)), times(measure.Ratio(measure.Percentile(a, 0.99), measure.Percentile(d, 0.99))), "", ""},
 			{"controller CPU, whole scenario (marking every upgrade)", seconds(f.cpu), "", "", "", ""},
-			controllerRSSRow("controller peak RSS (VmHWM)", f.peakRSS),
+			controllerRSSRow("controller peak RSS (VmHWM)", f.memory),
 		},
 		notes: []string{
 			"edgeota: POST /openyurt.io/v1/namespaces/{ns}/pods/{name}/upgrade to the agent; baseline: the bench deletes the pod itself (one API DELETE with a UID precondition), alternating. Deletion seen = the first watch event with deletionTimestamp set (or the pod gone).",

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,7 +54,7 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 		tasks = append(c.showHoldLimits(ds, r), c.pullTasks(ds, key, r, d)...)
 	}
 	if cfg.AgentProof {
-		if challenges := c.challenge(r); len(challenges) > 0 {
+		if challenges := c.challenge(key, r); len(challenges) > 0 {
 			// In the background, as deletions are: an answer, or a
 			// heartbeat, that frees budget meanwhile is acted on at once
 			// rather than after these round trips. The expectations stand
@@ -184,7 +183,7 @@ func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Ro
 		if !target.UpToDate(&p.Pod) {
 			offer = offers.of(r, p.Node, func() map[string]string { return podchannel.ImagesOf(&ds.Spec.Template.Spec) })
 		}
-		sameCondition := p.NeedUpgrade == want
+		sameCondition := p.NeedUpgrade.Get() == want
 		sameOffer := offer == nil || p.Offer == podchannel.Hash(*offer)
 		if sameCondition && sameOffer || c.expect.pendingWrite(p.UID, writeNeedUpgrade, p.ResourceVersion) {
 			continue
@@ -206,13 +205,12 @@ func (c *Controller) pullTasks(ds *appsv1.DaemonSet, key string, r *decision.Rol
 		}
 	}
 	for _, obj := range c.jobIndexer.List() {
-		job := obj.(*batchv1.Job)
+		job := obj.(*jobRecord)
 		if job.Namespace != ds.Namespace {
 			continue
 		}
-		for i := range job.OwnerReferences {
-			ref := &job.OwnerReferences[i]
-			if o, ok, _ := c.podIndexer.GetByKey(job.Namespace + "/" + ref.Name); ok && isKind(ref, podKind) {
+		for _, ref := range job.Pods {
+			if o, ok, _ := c.podIndexer.GetByKey(job.Namespace + "/" + ref.Name); ok {
 				if p := o.(*podRecord); p.UID == ref.UID && p.Owner == ds.UID && !p.Terminating {
 					pods[p.UID] = p
 				}
@@ -274,9 +272,9 @@ func (oc offerCache) of(r *decision.Rollout, node string, templateImages func() 
 func (c *Controller) writeCondition(p *podRecord, kind writeKind, t corev1.PodConditionType, want decision.Condition, offer *string) func(context.Context) error {
 	c.expect.expectWrite(p.UID, kind, p.ResourceVersion)
 	cond := corev1.PodCondition{Type: t, Status: corev1.ConditionStatus(want.Status), Reason: want.Reason, Message: want.Message}
-	was := corev1.ConditionStatus(p.NeedUpgrade.Status)
+	was := corev1.ConditionStatus(p.NeedUpgrade.Get().Status)
 	if t == podcondition.ImageReady {
-		was = corev1.ConditionStatus(p.ImageReady.Status)
+		was = corev1.ConditionStatus(p.ImageReady.Get().Status)
 	}
 	var annotations podcondition.Annotations
 	if offer != nil {

@@ -109,7 +109,7 @@ func TestHeartbeatRequeuesWaitingDaemonSets(t *testing.T) {
 		{"node-1's heartbeat: nothing waits for node-1", newNode("node-1", corev1.ConditionTrue), 0},
 		{"node-0's heartbeat since its pod settled", newNode("node-0", corev1.ConditionTrue), 1},
 	} {
-		f.c.updateNode(old, step.node)
+		f.c.updateNode(cached(old), cached(step.node))
 		if got := f.c.queue.Len(); got != step.want {
 			t.Errorf("after %s: got %d queued, want %d", step.what, got, step.want)
 		}

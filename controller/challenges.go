@@ -2,7 +2,7 @@ package controller
 
 import (
 	"context"
-	"crypto/subtle"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -13,40 +13,68 @@ import (
 )
 
 // challenges are the proof-of-life challenges this process issued, by pod
-// (see podchannel.Challenge). They live in its memory only: the pod's
-// annotation is a copy the node may rewrite, and an answer counts only if it
-// echoes what this process issued. A restarted controller issues new ones.
+// (see podchannel.Challenge), for as long as the pod's node waits for a
+// proof. They live in its memory only: the pod's annotation is a copy the
+// node may rewrite, and an answer counts only if it echoes what this process
+// issued. A restarted controller issues new ones.
 type challenges struct {
 	mu     sync.Mutex
-	issued map[types.UID]string
+	issued map[types.UID]issued
+}
+
+// issued is a challenge, and the DaemonSet whose rollout waits for it.
+type issued struct {
+	value, daemonSet string
 }
 
 func newChallenges() *challenges {
-	return &challenges{issued: map[types.UID]string{}}
+	return &challenges{issued: map[types.UID]issued{}}
 }
 
-// of returns the pod's challenge, issuing a fresh one the first time.
-func (ch *challenges) of(pod types.UID) (string, error) {
+// of returns the challenge of the DaemonSet's pod, issuing a fresh one the
+// first time.
+func (ch *challenges) of(pod types.UID, daemonSet string) (string, error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if v, ok := ch.issued[pod]; ok {
-		return v, nil
+		return v.value, nil
 	}
 	c, err := podchannel.NewChallenge(pod)
 	if err != nil {
 		return "", err
 	}
-	ch.issued[pod] = c.String()
-	return ch.issued[pod], nil
+	// The key is copied: the pod's UID shares its record's memory, which
+	// a newer record replaces.
+	ch.issued[types.UID(strings.Clone(string(pod)))] = issued{value: c.String(), daemonSet: daemonSet}
+	return c.String(), nil
 }
 
-// answered reports whether answer is the pod's challenge as this process
-// issued it.
-func (ch *challenges) answered(pod types.UID, answer string) bool {
+// keepAwaited forgets the DaemonSet's challenges of pods its rollout no
+// longer waits on (their nodes proved alive, settled, or failed): their
+// answers are never read again, and the controller would otherwise keep a
+// challenge for every pod it ever challenged, for as long as the pod lives.
+func (ch *challenges) keepAwaited(daemonSet string, awaited map[types.UID]bool) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for pod, v := range ch.issued {
+		if v.daemonSet == daemonSet && !awaited[pod] {
+			delete(ch.issued, pod)
+		}
+	}
+}
+
+// answered reports whether answer, the hash of the pod's answer
+// (podchannel.Hash), is that of its challenge as this process issued it.
+// The record keeps the hash alone (8 bytes, where every pod upgraded with
+// proof by answer would keep the answer's text); an answer proves no secret
+// (the node reads the challenge on its pod and echoes it), only that the
+// node's agent wrote after the challenge was issued, which a hash tells as
+// well.
+func (ch *challenges) answered(pod types.UID, answer uint64) bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	v, ok := ch.issued[pod]
-	return ok && subtle.ConstantTimeCompare([]byte(v), []byte(answer)) == 1
+	return ok && podchannel.Hash(v.value) == answer
 }
 
 // forget drops the challenge of a pod gone.
@@ -56,17 +84,24 @@ func (ch *challenges) forget(pod types.UID) {
 	delete(ch.issued, pod)
 }
 
-// challenge returns the writes of the challenges of the nodes waiting for a
-// proof of life: one per settled pod, written once, and again if the pod's
-// copy is not the one issued (deleted, or rewritten by the node).
-func (c *Controller) challenge(r *decision.Rollout) []func(context.Context) error {
+// challenge returns the writes of the challenges of the nodes the
+// DaemonSet's rollout waits on for a proof of life: one per settled pod,
+// written once, and again if the pod's copy is not the one issued (deleted,
+// or rewritten by the node). The challenges of pods it no longer waits on
+// are forgotten.
+func (c *Controller) challenge(key string, r *decision.Rollout) []func(context.Context) error {
 	var tasks []func(context.Context) error
+	awaited := make(map[types.UID]bool, len(r.Awaiting()))
+	for _, a := range r.Awaiting() {
+		awaited[a.Pod] = true
+	}
+	c.challenges.keepAwaited(key, awaited)
 	for node, a := range r.Awaiting() {
 		p := c.podOn(node, a.Pod)
 		if p == nil || c.expect.pendingWrite(p.UID, writeChallenge, p.ResourceVersion) {
 			continue
 		}
-		value, err := c.challenges.of(p.UID)
+		value, err := c.challenges.of(p.UID, key)
 		if err != nil {
 			c.logger.Error(err, "Issuing a proof-of-life challenge", "pod", p.Name)
 			continue

@@ -8,16 +8,17 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -76,14 +77,15 @@ type Controller struct {
 
 	dsLister       appslisters.DaemonSetLister
 	revisionLister appslisters.ControllerRevisionLister
-	nodeLister     corelisters.NodeLister
-	jobLister      batchlisters.JobLister
 	dsIndexer      cache.Indexer
-	podIndexer     cache.Indexer
-	prePullPods    cache.Indexer
-	jobIndexer     cache.Indexer
-	records        *recordstore.Store
-	synced         []cache.InformerSynced
+	// The caches of the controller's own records (podRecord, nodeRecord,
+	// jobRecord), which typed listers cannot serve.
+	podIndexer  cache.Indexer
+	nodeIndexer cache.Indexer
+	jobIndexer  cache.Indexer
+	prePullPods cache.Indexer
+	records     *recordstore.Store
+	synced      []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// targetImages keeps the images of each DaemonSet's target revision.
@@ -114,10 +116,11 @@ const DaemonPodSelector = podTemplateGenerationLabel
 // reads: at 10,000 nodes a cache of every pod of the cluster, or a watch of
 // every node Lease, costs more than the rollouts it serves.
 //   - DaemonSets, ControllerRevisions and Nodes: all of them (any DaemonSet
-//     may opt in; any node may run one; readiness decides).
+//     may opt in; any node may run one; readiness decides); Nodes cached as
+//     nodeRecords.
 //   - Pods: DaemonSet pods (DaemonPodSelector), cached as podRecords; and
 //     the pre-pull Jobs' pods.
-//   - Jobs: the pre-pull Jobs (PrePullLabel).
+//   - Jobs: the pre-pull Jobs (PrePullLabel), cached as jobRecords.
 //   - ConfigMaps: the rollout records (record.Label), in the controller's
 //     own namespace.
 //
@@ -137,21 +140,37 @@ type Informers struct {
 }
 
 // NewInformers builds the controller's informers on client, trimmed by
-// Transform; start them with Start after NewController.
+// Transform; start them with Start after NewController. The caches of the
+// controller's own records (DaemonSet pods, Nodes, pre-pull Jobs) are made
+// here with their indexes and without the namespace index the typed
+// informers add (a set of every key per namespace), which no lister reads:
+// the records are read through their indexers.
 func NewInformers(client kubernetes.Interface, recordNamespace string) *Informers {
 	factory := func(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
 		return informers.NewSharedInformerFactoryWithOptions(client, 0, append(opts, informers.WithTransform(Transform))...)
 	}
-	selecting := func(selector string) informers.SharedInformerOption {
-		return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	selector := func(selector string) func(*metav1.ListOptions) {
+		return func(o *metav1.ListOptions) { o.LabelSelector = selector }
 	}
-	daemonPods := informers.NewSharedInformerFactoryWithOptions(client, 0, selecting(DaemonPodSelector),
-		informers.WithTransform(func(obj any) (any, error) { return podRecordOf(obj), nil }))
+	selectDaemonPods, selectPrePull := selector(DaemonPodSelector), selector(PrePullLabel+"=true")
+	daemonPods := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(selectDaemonPods),
+		informers.WithTransform(TransformDaemonPod))
+	daemonPods.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, resync, daemonPodIndexers, selectDaemonPods)
+	})
+	cluster := factory()
+	cluster.InformerFor(&corev1.Node{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewNodeInformer(client, resync, nodeIndexers)
+	})
+	prePull := factory(informers.WithTweakListOptions(selectPrePull))
+	prePull.InformerFor(&batchv1.Job{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return batchinformers.NewFilteredJobInformer(client, metav1.NamespaceAll, resync, jobIndexers, selectPrePull)
+	})
 	return &Informers{
-		Cluster:         factory(),
+		Cluster:         cluster,
 		DaemonPods:      daemonPods,
-		PrePull:         factory(selecting(PrePullLabel + "=true")),
-		Records:         factory(selecting(recordstore.Label), informers.WithNamespace(recordNamespace)),
+		PrePull:         prePull,
+		Records:         factory(informers.WithTweakListOptions(selector(recordstore.Label)), informers.WithNamespace(recordNamespace)),
 		RecordNamespace: recordNamespace,
 	}
 }
@@ -186,17 +205,17 @@ func WithLeaseClient(client kubernetes.Interface) Option {
 }
 
 // NewController wires the controller to its informers (see Informers),
-// adding the indexes it looks pods and Jobs up by; start the informers after
-// calling it. Events go to recorder (component Component) and figures to
+// adding the indexes it looks pre-pull pods, DaemonSets and records up by;
+// start the informers after calling it. Events go to recorder (component Component) and figures to
 // metrics.
 func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *Informers,
 	recorder record.EventRecorder, metrics *Metrics, opts ...Option) (*Controller, error) {
 	dsInformer := inf.Cluster.Apps().V1().DaemonSets()
 	revisionInformer := inf.Cluster.Apps().V1().ControllerRevisions()
-	nodeInformer := inf.Cluster.Core().V1().Nodes()
+	nodeInformer := inf.Cluster.Core().V1().Nodes().Informer()
 	podInformer := inf.DaemonPods.Core().V1().Pods().Informer()
 	prePullPodInformer := inf.PrePull.Core().V1().Pods()
-	jobInformer := inf.PrePull.Batch().V1().Jobs()
+	jobInformer := inf.PrePull.Batch().V1().Jobs().Informer()
 	recordInformer := inf.Records.Core().V1().ConfigMaps()
 
 	c := &Controller{
@@ -206,12 +225,11 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 		now:            time.Now,
 		dsLister:       dsInformer.Lister(),
 		revisionLister: revisionInformer.Lister(),
-		nodeLister:     nodeInformer.Lister(),
-		jobLister:      jobInformer.Lister(),
 		dsIndexer:      dsInformer.Informer().GetIndexer(),
 		podIndexer:     podInformer.GetIndexer(),
+		nodeIndexer:    nodeInformer.GetIndexer(),
 		prePullPods:    prePullPodInformer.Informer().GetIndexer(),
-		jobIndexer:     jobInformer.Informer().GetIndexer(),
+		jobIndexer:     jobInformer.GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonsets"}),
 		trackers:   map[string]*tracker{},
@@ -235,20 +253,14 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	if err := dsInformer.Informer().AddIndexers(cache.Indexers{byUID: indexByUID}); err != nil {
 		return nil, fmt.Errorf("adding daemonset indexes: %w", err)
 	}
-	if err := podInformer.AddIndexers(cache.Indexers{byControllerUID: indexPodByOwner, byNode: indexPodByNode}); err != nil {
-		return nil, fmt.Errorf("adding pod indexes: %w", err)
-	}
 	if err := prePullPodInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {
 		return nil, fmt.Errorf("adding pre-pull pod indexes: %w", err)
-	}
-	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byOwnerUID: indexByOwnerUID}); err != nil {
-		return nil, fmt.Errorf("adding job indexes: %w", err)
 	}
 	if err := recordInformer.Informer().AddIndexers(cache.Indexers{recordstore.ByOwner: recordstore.IndexByOwner}); err != nil {
 		return nil, fmt.Errorf("adding rollout record indexes: %w", err)
 	}
 	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer, prePullPodInformer.Informer(),
-		nodeInformer.Informer(), jobInformer.Informer(), recordInformer.Informer()); err != nil {
+		nodeInformer, jobInformer, recordInformer.Informer()); err != nil {
 		return nil, err
 	}
 	return c, nil

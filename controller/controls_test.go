@@ -89,11 +89,11 @@ func TestNodeLabelChangeRequeues(t *testing.T) {
 	old := newNode("node-0", corev1.ConditionTrue)
 	relabelled := old.DeepCopy()
 	relabelled.Labels = map[string]string{"fleet": "canary"}
-	f.c.updateNode(old, old.DeepCopy())
+	f.c.updateNode(cached(old), cached(old))
 	if got := f.c.queue.Len(); got != 0 {
 		t.Fatalf("got %d queued for an unchanged node, want 0", got)
 	}
-	f.c.updateNode(old, relabelled)
+	f.c.updateNode(cached(old), cached(relabelled))
 	if got := f.c.queue.Len(); got != 1 {
 		t.Errorf("got %d queued after node-0's labels changed, want its DaemonSet", got)
 	}

@@ -13,9 +13,12 @@
 //     to what the controller reads), the event handlers mapping every change
 //     to the DaemonSet and node it concerns (and marking that node dirty),
 //     the work queue.
-//   - podrecord.go, transform.go: the caches' contents: DaemonSet pods as
-//     compact records of what a decision reads (decision.Pod), the rest
-//     trimmed.
+//   - podrecord.go, noderecord.go, jobrecord.go, transform.go: the caches'
+//     contents: DaemonSet pods, Nodes and pre-pull Jobs as compact records
+//     of what the controller reads (decision.Pod for pods), without an
+//     ObjectMeta; the rest trimmed. Their caches are read through their
+//     indexers (typed listers cannot serve the records); stores.go makes
+//     the same caches for measurement (the bench's cache scenario).
 //   - sync.go: one sync: the target revision, the settings, the record
 //     loaded, the incremental decision.Rollout refreshed (rebuilt when the
 //     DaemonSet changed), the decision, the record written before acting.

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/edgeota/edgeota/decision"
-	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // eventMemo remembers, per DaemonSet and reason, the message of the last
@@ -62,9 +64,9 @@ func (m *eventMemo) forget(key string) {
 
 // nodeEventOnChange records a Warning on the node unless the last one with
 // this reason said the same.
-func (c *Controller) nodeEventOnChange(node *corev1.Node, reason, message string) {
+func (c *Controller) nodeEventOnChange(node *nodeRecord, reason, message string) {
 	if c.eventMemo.changed("node/"+node.Name, reason, message) {
-		c.recorder.Event(node, corev1.EventTypeWarning, reason, message)
+		c.recorder.Event(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name, UID: node.UID}}, corev1.EventTypeWarning, reason, message)
 	}
 }
 

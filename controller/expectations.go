@@ -153,6 +153,21 @@ func (e *expectations) pendingWrite(pod types.UID, kind writeKind, resourceVersi
 	return ok
 }
 
+// observed drops the writes expected of a pod that its cache now shows at
+// resourceVersion, a state past the one they were made from, as
+// pendingWrite would when next asked: an expectation a sync never asks
+// about again (the pod carries what was written) would otherwise stay, and
+// keep the record it was made from, for as long as the pod lives.
+func (e *expectations) observed(pod types.UID, resourceVersion string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := writeNeedUpgrade; k <= writeChallenge; k++ {
+		if rv, ok := e.writes[writeKey{pod, k}]; ok && rv != resourceVersion {
+			delete(e.writes, writeKey{pod, k})
+		}
+	}
+}
+
 // forgetPod drops what is expected of a pod gone or terminating.
 func (e *expectations) forgetPod(pod types.UID) {
 	e.mu.Lock()

@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/decision"
-	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/window"
 )
 
@@ -22,10 +21,7 @@ import (
 // yet (its deletions, its challenges, the Leases it read).
 func (c *Controller) factsOf(ds *appsv1.DaemonSet, key string, target decision.Target, now time.Time) decision.FactsFunc {
 	return func(name string) decision.NodeFacts {
-		node, err := c.nodeLister.Get(name)
-		if err != nil {
-			node = nil
-		}
+		node := c.nodeByName(name)
 		f := decision.NodeFacts{Node: nodeFacts(name, node), Pods: c.podsOnNode(ds.UID, name), LeaseRenewed: c.heartbeats.seen(name)}
 		f.Deleting = c.expect.deletingOn(key, name, now, func(uid types.UID) bool {
 			// The cache shows the deletion once the pod is terminating or
@@ -38,7 +34,7 @@ func (c *Controller) factsOf(ds *appsv1.DaemonSet, key string, target decision.T
 			return true
 		})
 		for _, p := range f.Pods {
-			if p.Answer != "" && c.challenges.answered(p.UID, p.Answer) {
+			if p.Answer != 0 && c.challenges.answered(p.UID, p.Answer) {
 				f.Answered = p.UID
 			}
 			if !p.Terminating && !target.UpToDate(p) {
@@ -46,22 +42,35 @@ func (c *Controller) factsOf(ds *appsv1.DaemonSet, key string, target decision.T
 			}
 		}
 		if node != nil {
-			f.Fit = func() (bool, string) { return templateSelects(ds, node), untoleratedTaint(ds, node) }
+			f.Fit = func() (bool, string) {
+				n := node.node()
+				return templateSelects(ds, n), untoleratedTaint(ds, n)
+			}
 		}
 		return f
 	}
 }
 
+// nodeByName returns the cached record of the node, nil when the cluster
+// has none.
+func (c *Controller) nodeByName(name string) *nodeRecord {
+	obj, ok, _ := c.nodeIndexer.GetByKey(name)
+	if !ok {
+		return nil
+	}
+	return obj.(*nodeRecord)
+}
+
 // nodeFacts reads what a decision needs of a Node (nil: not in the cluster).
-func nodeFacts(name string, node *corev1.Node) decision.Node {
+func nodeFacts(name string, node *nodeRecord) decision.Node {
 	n := decision.Node{Name: name}
 	if node == nil {
 		return n
 	}
-	n.Exists, n.Ready, n.Labels = true, health.NodeReady(node), node.Labels
+	n.Exists, n.Ready, n.Labels = true, node.ready(), node.Labels
 	n.ReadyStatus = "missing"
-	if c := health.NodeCondition(node, corev1.NodeReady); c != nil {
-		n.ReadyStatus, n.Heartbeat = string(c.Status), c.LastHeartbeatTime.Time
+	if node.ReadyStatus != "" {
+		n.ReadyStatus, n.Heartbeat = string(node.ReadyStatus), node.Heartbeat.Time()
 	}
 	n.Zone, n.ZoneErr = window.NodeZone(node.Annotations)
 	return n

@@ -131,9 +131,9 @@ func (f *fixture) update(obj runtime.Object) {
 		f.c.updatePod(old, stored)
 	case *corev1.Node:
 		if !exists {
-			old = &corev1.Node{}
+			old = &nodeRecord{}
 		}
-		f.c.updateNode(old, o)
+		f.c.updateNode(old, stored)
 	case *appsv1.DaemonSet:
 		if exists {
 			f.c.updateDaemonSet(old, o)

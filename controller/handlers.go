@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/edgeota/edgeota/health"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -47,11 +46,11 @@ func (c *Controller) addHandlers(ds, revisions, pods, prePullPods, nodes, jobs, 
 		}},
 		{"prepullpods", prePullPods, ownedHandler(c.enqueuePrePullPodOwner)},
 		{"nodes", nodes, cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.updateNode(&corev1.Node{}, obj) },
+			AddFunc:    func(obj any) { c.updateNode(&nodeRecord{}, obj) },
 			UpdateFunc: c.updateNode,
 		}},
 		{"jobs", jobs, ownedHandler(func(obj any) {
-			if job, ok := obj.(*batchv1.Job); ok {
+			if job, ok := obj.(*jobRecord); ok {
 				c.jobChanged(job)
 			}
 		})},
@@ -191,6 +190,8 @@ func (c *Controller) updatePod(old, obj any) {
 	}
 	if p.Terminating && !oldPod.Terminating {
 		c.expect.forgetPod(p.UID)
+	} else {
+		c.expect.observed(p.UID, p.ResourceVersion)
 	}
 	if oldPod.Node != p.Node && oldPod.Node != "" {
 		c.podChanged(oldPod)
@@ -209,7 +210,7 @@ func (c *Controller) updatePod(old, obj any) {
 // answer that comes after a heartbeat settled the node is a pod change like
 // any other. It reports whether it settled the node.
 func (c *Controller) answers(p *podRecord) bool {
-	if p.Answer == "" || !c.challenges.answered(p.UID, p.Answer) {
+	if p.Answer == 0 || !c.challenges.answered(p.UID, p.Answer) {
 		return false
 	}
 	key := c.daemonSetKeyByUID(p.Owner)
@@ -244,22 +245,22 @@ func (c *Controller) enqueuePrePullPodOwner(obj any) {
 	if ref == nil || !isKind(ref, jobKind) {
 		return
 	}
-	job, err := c.jobLister.Jobs(pod.Namespace).Get(ref.Name)
-	if err != nil || job.UID != ref.UID {
+	obj, exists, _ := c.jobIndexer.GetByKey(pod.Namespace + "/" + ref.Name)
+	if !exists || obj.(*jobRecord).UID != ref.UID {
 		return
 	}
-	c.jobChanged(job)
+	c.jobChanged(obj.(*jobRecord))
 }
 
 // jobChanged marks a pre-pull Job's node dirty in its DaemonSet's rollout
 // (the node's pull is one of its facts) and enqueues the DaemonSet, batched.
-func (c *Controller) jobChanged(job *batchv1.Job) {
+func (c *Controller) jobChanged(job *jobRecord) {
 	key := c.daemonSetKeyForJob(job)
 	if key == "" {
 		return
 	}
-	if node := job.Spec.Template.Spec.NodeName; node != "" {
-		c.markDirty(key, node)
+	if job.Node != "" {
+		c.markDirty(key, job.Node)
 	}
 	c.enqueueBatched(key)
 }
@@ -272,15 +273,14 @@ func (c *Controller) jobChanged(job *batchv1.Job) {
 // zone) or taints. A heartbeat alone enqueues only the DaemonSets waiting
 // for one from the node.
 func (c *Controller) updateNode(old, obj any) {
-	oldNode, ok1 := old.(*corev1.Node)
-	node, ok2 := obj.(*corev1.Node)
+	oldNode, ok1 := old.(*nodeRecord)
+	node, ok2 := obj.(*nodeRecord)
 	if !ok1 || !ok2 {
 		return
 	}
-	if health.NodeReady(oldNode) == health.NodeReady(node) && maps.Equal(oldNode.Labels, node.Labels) &&
-		maps.Equal(oldNode.Annotations, node.Annotations) && slices.EqualFunc(oldNode.Spec.Taints, node.Spec.Taints, taintsEqual) {
-		if sent := readyHeartbeat(node); !sent.Equal(readyHeartbeat(oldNode)) {
-			c.heartbeat(node.Name, sent)
+	if node.sameButHeartbeat(oldNode) {
+		if node.Heartbeat != oldNode.Heartbeat {
+			c.heartbeat(node.Name, node.Heartbeat.Time())
 		}
 		return
 	}
@@ -288,16 +288,6 @@ func (c *Controller) updateNode(old, obj any) {
 		c.markDirty(key, node.Name)
 		c.queue.Add(key)
 	}
-}
-
-func taintsEqual(a, b corev1.Taint) bool { return a.MatchTaint(&b) && a.Value == b.Value }
-
-// readyHeartbeat is the node's Ready condition's lastHeartbeatTime.
-func readyHeartbeat(node *corev1.Node) time.Time {
-	if c := health.NodeCondition(node, corev1.NodeReady); c != nil {
-		return c.LastHeartbeatTime.Time
-	}
-	return time.Time{}
 }
 
 // daemonSetsOfNode returns the keys of the DaemonSets the node is a node of:
@@ -368,12 +358,8 @@ func (c *Controller) daemonSetKeyByUID(uid types.UID) string {
 
 // daemonSetKeyForJob resolves a pre-pull Job to its DaemonSet through the pod
 // that owns it.
-func (c *Controller) daemonSetKeyForJob(job *batchv1.Job) string {
-	for i := range job.OwnerReferences {
-		ref := &job.OwnerReferences[i]
-		if !isKind(ref, podKind) {
-			continue
-		}
+func (c *Controller) daemonSetKeyForJob(job *jobRecord) string {
+	for _, ref := range job.Pods {
 		obj, ok, _ := c.podIndexer.GetByKey(job.Namespace + "/" + ref.Name)
 		if !ok || obj.(*podRecord).UID != ref.UID {
 			continue

@@ -4,12 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/edgeota/edgeota/decision"
-	"github.com/edgeota/edgeota/rollout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 func TestPodEventsEnqueueTheirDaemonSet(t *testing.T) {
@@ -44,12 +45,12 @@ func TestJobEventsEnqueueTheirDaemonSet(t *testing.T) {
 	pod := requestedPod(newHash)
 	job := prePullFor(pod, newHash)
 	f := newFixture(t, prePullCluster(pod, job)...)
-	if got := f.c.daemonSetKeyForJob(job); got != testDSKey {
+	if got := f.c.daemonSetKeyForJob(cached(job).(*jobRecord)); got != testDSKey {
 		t.Errorf("got %q, want %q", got, testDSKey)
 	}
 	orphan := job.DeepCopy()
 	orphan.OwnerReferences[0].UID = "gone"
-	if got := f.c.daemonSetKeyForJob(orphan); got != "" {
+	if got := f.c.daemonSetKeyForJob(cached(orphan).(*jobRecord)); got != "" {
 		t.Errorf("got %q for a Job whose pod was replaced, want none", got)
 	}
 }
@@ -129,5 +130,25 @@ func TestDaemonSetStatusUpdatesAreDropped(t *testing.T) {
 				t.Errorf("got %q queued, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestPodUpdateDropsExpectationsItMovedPast: an expected write is dropped
+// once the cache shows its pod at a later state, whether or not a sync asks
+// about it again; one made from the state the cache still shows stands.
+func TestPodUpdateDropsExpectationsItMovedPast(t *testing.T) {
+	f := newFixture(t, cluster(advancedDaemonSet("1"), readyNodes(1))...)
+	pod := newPod("pod-0", "node-0", oldHash)
+	f.c.expect.expectWrite(pod.UID, writeNeedUpgrade, pod.ResourceVersion)
+	f.c.expect.expectWrite(pod.UID, writeChallenge, pod.ResourceVersion)
+	f.update(pod.DeepCopy()) // an event of the same state
+	if got := len(f.c.expect.writes); got != 2 {
+		t.Fatalf("got %d writes expected after an event of the state they were made from, want 2", got)
+	}
+	moved := pod.DeepCopy()
+	moved.ResourceVersion = "2"
+	f.update(moved)
+	if got := len(f.c.expect.writes); got != 0 {
+		t.Errorf("got %d writes expected after the cache moved past them, want 0", got)
 	}
 }

@@ -1,8 +1,8 @@
 package controller
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Cache indexes: a sync reads one DaemonSet's pods, one node's pods, one
@@ -13,6 +13,15 @@ const (
 	byControllerUID = "controllerUID"
 	byNode          = "nodeName"
 	byOwnerUID      = "ownerUID"
+)
+
+// The indexes of the caches of records, made with their informers
+// (NewInformers): DaemonSet pods by DaemonSet and by node, pre-pull Jobs by
+// the pod they pull for; Nodes by name alone.
+var (
+	daemonPodIndexers = cache.Indexers{byControllerUID: indexPodByOwner, byNode: indexPodByNode}
+	jobIndexers       = cache.Indexers{byOwnerUID: indexJobByOwnerPod}
+	nodeIndexers      = cache.Indexers{}
 )
 
 // indexByUID indexes DaemonSets by UID: a pod record names its DaemonSet by
@@ -52,18 +61,16 @@ func indexByControllerUID(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// indexByOwnerUID indexes Jobs by the pods owning them (not as controller),
-// which is how pre-pull Jobs point at the pod they pull for.
-func indexByOwnerUID(obj any) ([]string, error) {
-	job, ok := obj.(*batchv1.Job)
+// indexJobByOwnerPod indexes Job records by the pods owning them (not as
+// controller), which is how pre-pull Jobs point at the pod they pull for.
+func indexJobByOwnerPod(obj any) ([]string, error) {
+	job, ok := obj.(*jobRecord)
 	if !ok {
 		return nil, nil
 	}
-	var uids []string
-	for i := range job.OwnerReferences {
-		if isKind(&job.OwnerReferences[i], podKind) {
-			uids = append(uids, string(job.OwnerReferences[i].UID))
-		}
+	uids := make([]string, 0, len(job.Pods))
+	for _, p := range job.Pods {
+		uids = append(uids, string(p.UID))
 	}
 	return uids, nil
 }

@@ -342,7 +342,7 @@ func TestNodeLabelChangeQueuesItsDaemonSets(t *testing.T) {
 	old := newNode("node-0", corev1.ConditionTrue)
 	relabelled := old.DeepCopy()
 	relabelled.Labels = map[string]string{"fleet": "canary"}
-	if got := f.queuedBy(func() { f.c.updateNode(old, relabelled) }); !slices.Equal(got, []string{testDSKey}) {
+	if got := f.queuedBy(func() { f.c.updateNode(cached(old), cached(relabelled)) }); !slices.Equal(got, []string{testDSKey}) {
 		t.Errorf("got %q queued after node-0's labels changed, want [%s]", got, testDSKey)
 	}
 }

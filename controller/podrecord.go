@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
@@ -21,10 +21,11 @@ import (
 // decisions read (decision.Pod), and nothing else. The informer's transform
 // (podRecordOf) builds it from each pod the watch delivers; the store keys
 // it through the metav1.Object methods below, which is all client-go's
-// caches ask of an object.
+// caches ask of an object. noMeta comes first: a zero-size last field would
+// pad the record by a word.
 type podRecord struct {
-	decision.Pod
 	noMeta
+	decision.Pod
 }
 
 // podRecordOf turns a pod into its record; a record (client-go may apply a
@@ -40,14 +41,22 @@ func podRecordOf(obj any) any {
 	return obj
 }
 
-// factsOfPod reads what the controller keeps of a pod.
+// factsOfPod reads what the controller keeps of a pod. The strings every
+// pod has its own of (name, UID, resourceVersion) share one allocation; the
+// ones pods repeat are interned.
 func factsOfPod(pod *corev1.Pod) decision.Pod {
+	ident := pod.Name + string(pod.UID) + pod.ResourceVersion
+	n, u := len(pod.Name), len(pod.Name)+len(pod.UID)
 	p := decision.Pod{
-		Namespace: intern(pod.Namespace), Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		Namespace: intern(pod.Namespace), Name: ident[:n], UID: types.UID(ident[n:u]), ResourceVersion: ident[u:],
 		Node: intern(nodeOfPod(pod)), Bound: pod.Spec.NodeName != "",
-		Hash: intern(pod.Labels[revisionHashLabel]), Generation: intern(pod.Labels[podTemplateGenerationLabel]),
-		Created: pod.CreationTimestamp.Time,
+		Hash:    intern(pod.Labels[revisionHashLabel]),
+		Created: unixtime.Of(pod.CreationTimestamp.Time),
 		Health:  health.PodOf(pod, intern),
+	}
+	var rare decision.RarePod
+	if p.Hash == "" {
+		rare.Generation = intern(pod.Labels[podTemplateGenerationLabel])
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		p.Owner = types.UID(intern(string(ref.UID)))
@@ -57,22 +66,22 @@ func factsOfPod(pod *corev1.Pod) decision.Pod {
 		if pod.DeletionGracePeriodSeconds != nil {
 			grace = *pod.DeletionGracePeriodSeconds
 		}
-		p.Terminating, p.TerminatingSince = true, pod.DeletionTimestamp.Add(-time.Duration(grace)*time.Second)
+		p.Terminating, p.TerminatingSince = true, unixtime.Of(pod.DeletionTimestamp.Add(-time.Duration(grace)*time.Second))
 	}
 	if c := podcondition.Get(&pod.Status, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !p.Bound {
-		p.Unscheduled = intern(c.Reason)
+		rare.Unscheduled = intern(c.Reason)
 		if c.Message != "" {
-			p.Unscheduled += ": " + c.Message
+			rare.Unscheduled += ": " + c.Message
 		}
 	}
 	if c := podcondition.Get(&pod.Status, podcondition.NeedUpgrade); c != nil {
-		p.NeedUpgrade = decision.Condition{Status: intern(string(c.Status)), Reason: intern(c.Reason), Message: intern(c.Message)}
+		p.NeedUpgrade = decision.Share(decision.Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
 	if c := podcondition.Get(&pod.Status, podcondition.ImageReady); c != nil {
-		p.ImageReady = decision.Condition{Status: intern(string(c.Status)), Reason: intern(c.Reason), Message: intern(c.Message)}
+		p.ImageReady = decision.Share(decision.Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
 	if h, err := podchannel.HoldOf(pod); err == nil && h != nil {
-		p.HoldUntil = h.Until.Time
+		rare.HoldUntil = unixtime.Of(h.Until.Time)
 	}
 	if v, ok := pod.Annotations[rollout.OfferAnnotation]; ok {
 		p.Offer = podchannel.Hash(v)
@@ -80,14 +89,18 @@ func factsOfPod(pod *corev1.Pod) decision.Pod {
 	if v, ok := pod.Annotations[rollout.ChallengeAnnotation]; ok {
 		p.Challenge = podchannel.Hash(v)
 	}
-	if v, ok := pod.Annotations[rollout.AnswerAnnotation]; ok && len(v) <= 128 {
-		p.Answer = v
+	if v, ok := pod.Annotations[rollout.AnswerAnnotation]; ok && len(v) <= maxAnswer {
+		p.Answer = podchannel.Hash(v)
 	}
-	if len(p.Health.Waiting) > 0 {
-		p.Health.Waiting = slices.Clip(p.Health.Waiting)
+	if rare != (decision.RarePod{}) {
+		p.Rare = &rare
 	}
 	return p
 }
+
+// maxAnswer bounds the proof-of-life answers the controller reads: a
+// challenge it issues is far shorter (podchannel.Challenge).
+const maxAnswer = 128
 
 // nodeOfPod is the node a DaemonSet pod runs on, or, while unbound, the node
 // its required node affinity names (matchFields metadata.name, as the
@@ -126,9 +139,7 @@ func (p *podRecord) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 // DeepCopyObject copies the record (runtime.Object): the cache's mutation
 // detector, when on, compares copies.
 func (p *podRecord) DeepCopyObject() runtime.Object {
-	c := *p
-	c.Health.Waiting = slices.Clone(p.Health.Waiting)
-	return &c
+	return &podRecord{Pod: *p.Pod.DeepCopy()}
 }
 
 // noMeta answers the rest of metav1.Object with nothing: a record keeps no

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +40,7 @@ import (
 //     Jobs no pull needs any more are deleted.
 func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg *decision.Settings, pod *podRecord, start, failed bool) func(context.Context) error {
 	target := rev.Hash
-	cond := pod.ImageReady
+	cond := pod.ImageReady.Get()
 	jobs := c.prePullJobsOf(pod.UID)
 	if cond.Status == "" && len(jobs) == 0 && !start {
 		return nil // the common case, kept cheap
@@ -65,11 +64,11 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg
 		cond.Reason != podcondition.ReasonPullImageFail && pod.Bound
 
 	name := prePullJobName(pod, target)
-	var job *batchv1.Job
-	var obsolete []*batchv1.Job
+	var job *jobRecord
+	var obsolete []*jobRecord
 	for _, j := range jobs {
-		if j.Name == name && j.Labels[PrePullRevisionLabel] == target &&
-			(requested || j.Labels[PrePullByLabel] == prePullByController && cfg.PreDownload && !pulled && !failed) {
+		if j.Name == name && j.Revision == target &&
+			(requested || j.ByController && cfg.PreDownload && !pulled && !failed) {
 			job = j
 		} else {
 			obsolete = append(obsolete, j)
@@ -120,7 +119,7 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg
 // servePrePull creates the pod's pre-pull Job, or writes the result of the one
 // that finished and deletes it.
 func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, target string, pod *podRecord,
-	job *batchv1.Job, outcome pullOutcome, why string, byController bool) error {
+	job *jobRecord, outcome pullOutcome, why string, byController bool) error {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KRef(pod.Namespace, pod.Name), "node", pod.Node)
 	if job == nil {
 		want := prePullJob(ds, pod, target, byController)
@@ -161,7 +160,7 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 }
 
 // deleteJob removes a pre-pull Job and, in the background, its pod.
-func (c *Controller) deleteJob(ctx context.Context, ds *appsv1.DaemonSet, job *batchv1.Job) error {
+func (c *Controller) deleteJob(ctx context.Context, ds *appsv1.DaemonSet, job *jobRecord) error {
 	err := c.client.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
 		Preconditions:     &metav1.Preconditions{UID: &job.UID},
@@ -184,11 +183,11 @@ func (c *Controller) jobPods(uid types.UID) []*corev1.Pod {
 }
 
 // prePullJobsOf returns the pod's pre-pull Jobs from the cache.
-func (c *Controller) prePullJobsOf(pod types.UID) []*batchv1.Job {
+func (c *Controller) prePullJobsOf(pod types.UID) []*jobRecord {
 	objs, _ := c.jobIndexer.ByIndex(byOwnerUID, string(pod))
-	jobs := make([]*batchv1.Job, 0, len(objs))
+	jobs := make([]*jobRecord, 0, len(objs))
 	for _, obj := range objs {
-		if job := obj.(*batchv1.Job); job.Labels[PrePullLabel] == "true" {
+		if job := obj.(*jobRecord); job.PrePull {
 			jobs = append(jobs, job)
 		}
 	}
@@ -203,11 +202,10 @@ func (c *Controller) prePullJobsOf(pod types.UID) []*batchv1.Job {
 func (c *Controller) pullOf(pod *decision.Pod, target string) decision.Pull {
 	var p decision.Pull
 	for _, job := range c.prePullJobsOf(pod.UID) {
-		if job.Labels[PrePullRevisionLabel] != target {
+		if job.Revision != target {
 			continue
 		}
-		byController := job.Labels[PrePullByLabel] == prePullByController
-		p = decision.Pull{State: decision.PullPending, Since: job.CreationTimestamp.Time, ByController: byController, Job: byController}
+		p = decision.Pull{State: decision.PullPending, Since: job.Created.Time(), ByController: job.ByController, Job: job.ByController}
 		switch outcome, why := judgePull(job, c.jobPods(job.UID), c.now(), 0); outcome {
 		case pullSucceeded:
 			p.State = decision.PullDone
@@ -216,7 +214,7 @@ func (c *Controller) pullOf(pod *decision.Pod, target string) decision.Pull {
 		}
 		break
 	}
-	if c := pod.ImageReady; c.Status == string(corev1.ConditionTrue) && podcondition.Names(c.Message, target) {
+	if c := pod.ImageReady.Get(); c.Status == string(corev1.ConditionTrue) && podcondition.Names(c.Message, target) {
 		p.State, p.Why = decision.PullDone, ""
 	}
 	return p
@@ -252,9 +250,9 @@ func (p *pullRejections) rejected(ds types.UID, target string) string {
 // once per Job, nil when there is nothing to ask: its events (FailedCreate)
 // name the refusal. A refusal turns pre-download off for the revision, with a
 // Warning naming it, and syncs the DaemonSet.
-func (c *Controller) checkPodless(ds *appsv1.DaemonSet, key, target string, job *batchv1.Job) func(context.Context) error {
-	if job.Labels[PrePullByLabel] != prePullByController || len(c.jobPods(job.UID)) > 0 || job.Status.Active > 0 ||
-		c.now().Before(job.CreationTimestamp.Add(podlessGrace)) {
+func (c *Controller) checkPodless(ds *appsv1.DaemonSet, key, target string, job *jobRecord) func(context.Context) error {
+	if !job.ByController || len(c.jobPods(job.UID)) > 0 || job.Active > 0 ||
+		c.now().Before(job.Created.Time().Add(podlessGrace)) {
 		return nil
 	}
 	r := c.rejections

@@ -176,8 +176,8 @@ const (
 // images. A pull error fails the pull only when final (finalPullError), or
 // once the pull has lasted timeout since the Job's creation (zero: never);
 // until then the kubelet retries. The message says why a pull failed.
-func judgePull(job *batchv1.Job, pods []*corev1.Pod, now time.Time, timeout time.Duration) (pullOutcome, string) {
-	want := len(job.Spec.Template.Spec.Containers)
+func judgePull(job *jobRecord, pods []*corev1.Pod, now time.Time, timeout time.Duration) (pullOutcome, string) {
+	want := int(job.Containers)
 	var transient string
 	for _, pod := range pods {
 		started := 0
@@ -199,18 +199,13 @@ func judgePull(job *batchv1.Job, pods []*corev1.Pod, now time.Time, timeout time
 			return pullSucceeded, ""
 		}
 	}
-	for _, cond := range job.Status.Conditions {
-		if cond.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch cond.Type {
-		case batchv1.JobComplete:
-			return pullSucceeded, ""
-		case batchv1.JobFailed:
-			return pullFailed, fmt.Sprintf("job %s failed before its images were pulled: %s: %s", job.Name, cond.Reason, cond.Message)
-		}
+	switch {
+	case job.Complete:
+		return pullSucceeded, ""
+	case job.Failed:
+		return pullFailed, fmt.Sprintf("job %s failed before its images were pulled: %s", job.Name, job.FailedWhy)
 	}
-	if timeout > 0 && !now.Before(job.CreationTimestamp.Add(timeout)) {
+	if timeout > 0 && !now.Before(job.Created.Time().Add(timeout)) {
 		why := fmt.Sprintf("not pulled within %s", timeout)
 		if transient != "" {
 			why += "; " + transient

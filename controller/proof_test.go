@@ -64,6 +64,10 @@ func TestAgentAnswerProvesLife(t *testing.T) {
 	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-1"}) {
 		t.Errorf("answered: got %v deleted, want [pod-1]", got)
 	}
+	// node-0 settled: its challenge is never read again, and is forgotten.
+	if _, kept := f.c.challenges.issued["pod-0-uid"]; kept {
+		t.Errorf("got pod-0's challenge kept after its node settled, want it forgotten")
+	}
 }
 
 // TestNoChallengeWithoutAgentProof: with edgeota.io/agent-proof "false" the

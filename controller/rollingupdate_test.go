@@ -164,7 +164,7 @@ func TestNotReadyNodeTurningReadyIsUpgraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.c.queue.Forget(testDSKey)
-	f.c.updateNode(old, reconnected)
+	f.c.updateNode(cached(old), cached(reconnected))
 	if got := f.c.queue.Len(); got != 1 {
 		t.Fatalf("got %d queued after node-2 turned Ready, want 1", got)
 	}

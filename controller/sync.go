@@ -223,7 +223,7 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 		case decision.NoticeProven:
 			c.metrics.proven(n.Proof, n.Wait, n.Waited)
 		case decision.NoticeZoneInvalid:
-			if node, err := c.nodeLister.Get(n.Node); err == nil {
+			if node := c.nodeByName(n.Node); node != nil {
 				c.nodeEventOnChange(node, rollout.ReasonInvalidTimeZone, n.Err.Error()+"; windowed rollouts pass this node by until it is fixed")
 			}
 		}

@@ -16,28 +16,36 @@ import (
 // Transform trims objects before the informers store them, keeping only the
 // fields the controller reads: at 500 nodes the pod and node caches would
 // otherwise hold managedFields, node image lists and pod specs it never looks
-// at. Pass it to informers.WithTransform. It changes objects in place (the
-// informer hands it freshly decoded ones) and is idempotent.
+// at. Nodes and Jobs become records of the controller's own (nodeRecord,
+// jobRecord); DaemonSet pods have an informer and a transform of their own
+// (TransformDaemonPod). Pass it to informers.WithTransform. It changes
+// objects in place (the informer hands it freshly decoded ones) and accepts
+// its own output (client-go may apply it twice).
 func Transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Node:
+		return nodeRecordOf(o), nil
+	case *batchv1.Job:
+		return jobRecordOf(o), nil
+	}
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		trimPod(o)
-	case *corev1.Node:
-		trimNode(o)
 	case *appsv1.DaemonSet:
 		o.Annotations = keepKeys(o.Annotations, daemonSetAnnotations...)
 		trimTemplateSpec(&o.Spec.Template.Spec)
 	case *appsv1.ControllerRevision:
 		o.Data = trimRevisionData(o.Data)
-	case *batchv1.Job:
-		o.Annotations = nil
-		trimPodSpec(&o.Spec.Template.Spec)
 	}
 	return obj, nil
 }
+
+// TransformDaemonPod turns a DaemonSet pod into the record the controller
+// caches (podRecord); a record is returned as it is.
+func TransformDaemonPod(obj any) (any, error) { return podRecordOf(obj), nil }
 
 // daemonSetAnnotations are the DaemonSet annotations the controller reads:
 // the rollout's (rollout.DaemonSetAnnotations), and the native controller's
@@ -116,34 +124,6 @@ func sharedFlag(b *bool) *bool {
 	}
 }
 
-// trimNode keeps the labels (rollout node selectors, the template's node
-// selector), the annotations the controller reads, the taints (why a
-// template creates no pod there) and the Ready condition with its heartbeat.
-func trimNode(node *corev1.Node) {
-	node.Annotations = keepKeys(node.Annotations, rollout.NodeAnnotations...)
-	if len(node.Labels) > 0 { // all kept: their keys interned here, their values by internMeta
-		labels := make(map[string]string, len(node.Labels))
-		for k, v := range node.Labels {
-			labels[intern(k)] = v
-		}
-		node.Labels = labels
-	}
-	internMeta(&node.ObjectMeta)
-	var ready []corev1.NodeCondition
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			c.Type, c.Status, c.Reason, c.Message = corev1.NodeReady, corev1.ConditionStatus(intern(string(c.Status))), intern(c.Reason), intern(c.Message)
-			ready = append(ready, c)
-		}
-	}
-	for i := range node.Spec.Taints {
-		t := &node.Spec.Taints[i]
-		t.Key, t.Value, t.Effect = intern(t.Key), intern(t.Value), corev1.TaintEffect(intern(string(t.Effect)))
-	}
-	node.Spec = corev1.NodeSpec{Taints: node.Spec.Taints}
-	node.Status = corev1.NodeStatus{Conditions: ready}
-}
-
 // trimTemplateSpec keeps what a pre-pull Job copies (images and pull
 // secrets), what tells the nodes the template runs on (node selector,
 // affinity, tolerations) and the images an offer names.
@@ -155,16 +135,6 @@ func trimTemplateSpec(spec *corev1.PodSpec) {
 		NodeSelector:     spec.NodeSelector,
 		Affinity:         spec.Affinity,
 		Tolerations:      spec.Tolerations,
-	}
-}
-
-// trimPodSpec keeps what a pre-pull Job copies: images and pull secrets.
-func trimPodSpec(spec *corev1.PodSpec) {
-	*spec = corev1.PodSpec{
-		InitContainers:   trimContainers(spec.InitContainers),
-		Containers:       trimContainers(spec.Containers),
-		ImagePullSecrets: spec.ImagePullSecrets,
-		NodeName:         spec.NodeName,
 	}
 }
 

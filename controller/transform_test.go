@@ -12,12 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestPodRecordHoldsWhatTheDecisionReads builds the cache's record of a
@@ -42,17 +44,20 @@ func TestPodRecordHoldsWhatTheDecisionReads(t *testing.T) {
 	got := podRecordOf(pod).(*podRecord)
 	want := decision.Pod{
 		Namespace: testNamespace, Name: "p", UID: "p-uid", ResourceVersion: "1", Owner: testDSUID, Node: "node-0", Bound: true,
-		Hash: oldHash, Generation: "2", Created: pod.CreationTimestamp.Time, Terminating: true, TerminatingSince: deleted.Add(-30 * time.Second),
-		Health: health.Pod{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low memory",
-			Ready:           health.Condition{True: true, Since: pod.Status.Conditions[0].LastTransitionTime.Time},
-			ContainersReady: health.Condition{True: true, Since: pod.Status.Conditions[1].LastTransitionTime.Time},
-			Waiting:         []health.Waiting{{Container: "init", Reason: "PodInitializing"}, {Container: "c", Reason: "ImagePullBackOff", Message: "not found"}},
-			LastFinished:    finished.Time},
-		NeedUpgrade: decision.Condition{Status: "True", Message: "controllerrevision: " + newHash},
-		ImageReady:  decision.Condition{Status: "False", Reason: podcondition.ReasonPullImageRequested, Message: "controllerrevision: " + newHash},
-		HoldUntil:   hold.Time, Offer: podchannel.Hash(`{"revision":"x"}`), Challenge: podchannel.Hash("p-uid/abc"), Answer: "p-uid/abc",
+		Hash: oldHash, Created: unixtime.Of(pod.CreationTimestamp.Time), Terminating: true, TerminatingSince: unixtime.Of(deleted.Add(-30 * time.Second)),
+		Health: health.Pod{Failed: true,
+			Ready: true, ReadySince: unixtime.Of(pod.Status.Conditions[0].LastTransitionTime.Time),
+			ContainersReady: true, ContainersReadySince: unixtime.Of(pod.Status.Conditions[1].LastTransitionTime.Time),
+			LastFinished: unixtime.Of(finished.Time),
+			Detail: &health.Detail{Reason: "Evicted", Message: "low memory",
+				Waiting: []health.Waiting{{Container: "init", Reason: "PodInitializing"}, {Container: "c", Reason: "ImagePullBackOff", Message: "not found"}}}},
+		NeedUpgrade: decision.Share(decision.Condition{Status: "True", Message: "controllerrevision: " + newHash}),
+		ImageReady:  decision.Share(decision.Condition{Status: "False", Reason: podcondition.ReasonPullImageRequested, Message: "controllerrevision: " + newHash}),
+		Offer:       podchannel.Hash(`{"revision":"x"}`), Challenge: podchannel.Hash("p-uid/abc"), Answer: podchannel.Hash("p-uid/abc"),
+		// The template generation is read only without a hash.
+		Rare: &decision.RarePod{HoldUntil: unixtime.Of(hold.Time)},
 	}
-	if diff := cmp.Diff(want, got.Pod); diff != "" {
+	if diff := cmp.Diff(want, got.Pod, sharedConditions); diff != "" {
 		t.Errorf("got a record differing from what the pod says (-want +got):\n%s", diff)
 	}
 	if again := podRecordOf(got); again != got {
@@ -62,19 +67,42 @@ func TestPodRecordHoldsWhatTheDecisionReads(t *testing.T) {
 	// scheduled.
 	unbound := newPod("u", "", newHash, meantFor("node-7"),
 		withCondition(corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes"}))
-	if r := podRecordOf(unbound).(*podRecord); r.Node != "node-7" || r.Bound || r.Unscheduled != "Unschedulable: 0/3 nodes" {
-		t.Errorf("got node %q bound %v unscheduled %q, want node-7, unbound, the scheduler's reason", r.Node, r.Bound, r.Unscheduled)
+	if r := podRecordOf(unbound).(*podRecord); r.Node != "node-7" || r.Bound || r.Unscheduled() != "Unschedulable: 0/3 nodes" {
+		t.Errorf("got node %q bound %v unscheduled %q, want node-7, unbound, the scheduler's reason", r.Node, r.Bound, r.Unscheduled())
+	}
+	// A pod from before revision hashes is judged by its template
+	// generation.
+	unhashed := newPod("g", "node-1", "")
+	delete(unhashed.Labels, revisionHashLabel)
+	unhashed.Labels[podTemplateGenerationLabel] = "2"
+	if r := podRecordOf(unhashed).(*podRecord); r.Hash != "" || r.Generation() != "2" {
+		t.Errorf("got hash %q generation %q, want no hash and generation 2", r.Hash, r.Generation())
 	}
 }
+
+// TestPodRecordOfARunningPodHoldsNothingRare: a pod that runs, the common
+// case, holds neither the rare facts nor a health detail: nothing beyond the
+// record and its one string of identity is allocated for it.
+func TestPodRecordOfARunningPodHoldsNothingRare(t *testing.T) {
+	r := podRecordOf(newPod("p", "node-0", oldHash)).(*podRecord)
+	if r.Rare != nil || r.Health.Detail != nil {
+		t.Errorf("got rare facts %+v and health detail %+v, want neither", r.Rare, r.Health.Detail)
+	}
+	if unsafe.Add(unsafe.Pointer(unsafe.StringData(r.Name)), len(r.Name)) != unsafe.Pointer(unsafe.StringData(string(r.UID))) {
+		t.Errorf("got name and UID in separate allocations, want one")
+	}
+}
+
+// sharedConditions compares shared conditions by their values.
+var sharedConditions = cmp.Transformer("Get", func(s decision.SharedCondition) decision.Condition { return s.Get() })
 
 func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
 	node := newNode("n", corev1.ConditionTrue)
 	node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeMemoryPressure})
 	node.Status.Images = []corev1.ContainerImage{{Names: []string{"nginx"}}}
 	got, _ := Transform(node)
-	n := got.(*corev1.Node)
-	if len(n.Status.Images) != 0 || len(n.Status.Conditions) != 1 || !health.NodeReady(n) {
-		t.Errorf("got %+v, want only the Ready condition kept", n.Status)
+	if again, _ := Transform(got); again != got {
+		t.Errorf("got a node record transformed again into %p, want the same record %p", again, got)
 	}
 
 	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation("kubectl.kubernetes.io/last-applied-configuration", "{...}"),
@@ -174,7 +202,9 @@ func TestPodRecordsShareRepeatedStrings(t *testing.T) {
 	same("owner UID", string(a.Owner), string(b.Owner))
 	same("node", a.Node, b.Node)
 	same("revision", a.Hash, b.Hash)
-	same("condition message", a.NeedUpgrade.Message, b.NeedUpgrade.Message)
+	if a.NeedUpgrade != b.NeedUpgrade || a.NeedUpgrade.Get().Message == "" {
+		t.Errorf("got conditions %+v and %+v, want one shared condition", a.NeedUpgrade.Get(), b.NeedUpgrade.Get())
+	}
 	if a.Name == b.Name {
 		t.Errorf("got both pods named %q, want their own names", a.Name)
 	}

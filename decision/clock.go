@@ -35,9 +35,9 @@ func (j *judgement) clockHolds(v *verdict, node *Node, pod *Pod, entry Entry) {
 		v.notDue = !due
 		at(deadline)
 	}
-	v.holdUntil = pod.HoldUntil
-	if !pod.HoldUntil.IsZero() && j.cfg.MaxHold > 0 {
-		end := pod.HoldUntil
+	v.holdUntil = pod.HoldUntil()
+	if !v.holdUntil.IsZero() && j.cfg.MaxHold > 0 {
+		end := v.holdUntil
 		if limit := j.cfg.HoldLimit(j.meta.TargetSince.Time); limit.Before(end) {
 			end = limit
 		}

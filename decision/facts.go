@@ -2,10 +2,12 @@ package decision
 
 import (
 	"time"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/internal/unixtime"
 )
 
 // Target is the revision a rollout moves its DaemonSet's pods to: the
@@ -38,7 +40,7 @@ func (t Target) UpToDate(p *Pod) bool {
 	if p.Hash != "" {
 		return t.Hash != "" && p.Hash == t.Hash
 	}
-	return t.TemplateGeneration != "" && p.Generation == t.TemplateGeneration
+	return t.TemplateGeneration != "" && p.Generation() == t.TemplateGeneration
 }
 
 // Node is what a decision reads of a Node.
@@ -70,9 +72,37 @@ type Condition struct {
 	Status, Reason, Message string
 }
 
+// SharedCondition is a Condition held once for every pod that carries the
+// same (package unique): during a rollout thousands of pods carry one offer,
+// PodNeedUpgrade=True naming the target, and each holds 8 bytes instead of
+// 48 and three strings. The zero value is no condition.
+type SharedCondition struct {
+	h unique.Handle[Condition]
+}
+
+// Share returns the shared copy of c; the zero SharedCondition for a zero
+// c.
+func Share(c Condition) SharedCondition {
+	if c == (Condition{}) {
+		return SharedCondition{}
+	}
+	return SharedCondition{unique.Make(c)}
+}
+
+// Get returns the condition; the zero Condition for none.
+func (s SharedCondition) Get() Condition {
+	if s == (SharedCondition{}) {
+		return Condition{}
+	}
+	return s.h.Value()
+}
+
 // Pod is what a decision reads of one DaemonSet pod, and what the
 // controller's writes compare against: the controller caches pods as these
-// records and nothing else.
+// records and nothing else, thousands of them, so a Pod is laid out for
+// size (224 bytes, against 520 with time.Times and the rare fields inline):
+// times in 8 bytes, the OTA conditions shared, values compared as hashes,
+// and what few pods have behind Rare.
 type Pod struct {
 	// Namespace, Name and UID identify the pod; ResourceVersion the state
 	// it was read in (a write made from it is seen once the cache moves
@@ -85,34 +115,83 @@ type Pod struct {
 	// Node is the node the pod is bound to, or, while unbound, the node its
 	// required node affinity names (as the DaemonSet controller writes it);
 	// Bound tells which.
-	Node  string
-	Bound bool
-	// Hash is the controller-revision-hash label; Generation the
-	// pod-template-generation label, read only without a hash.
-	Hash, Generation string
+	Node string
+	// Hash is the controller-revision-hash label (a pod without one is
+	// judged by its template generation: Rare.Generation).
+	Hash string
 	// Created is the pod's creation.
-	Created time.Time
-	// Terminating: the pod has a deletionTimestamp; TerminatingSince is when
-	// its termination began (the timestamp less its grace period).
-	Terminating      bool
-	TerminatingSince time.Time
+	Created unixtime.Time
+	// TerminatingSince is, for a terminating pod (Terminating: it has a
+	// deletionTimestamp), when its termination began (the timestamp less its
+	// grace period).
+	TerminatingSince unixtime.Time
 	// Health is what the health rules read.
 	Health health.Pod
+	// NeedUpgrade and ImageReady are the OTA conditions.
+	NeedUpgrade, ImageReady SharedCondition
+	// Offer, Challenge are hashes of the values of the controller's copies
+	// on the pod (podchannel.Hash; 0: absent), which it rewrites when they
+	// differ from what it holds; Answer the hash of the agent's answer to a
+	// proof-of-life challenge, compared with the hash of the challenge this
+	// process issued.
+	Offer, Challenge, Answer uint64
+	// Rare holds what few pods have; nil for most.
+	Rare *RarePod
+	// Bound and Terminating: see Node and TerminatingSince.
+	Bound, Terminating bool
+}
+
+// RarePod is what few pods have: a pod from before revision hashes, an
+// unbound pod the scheduler refused, a pod its owner holds.
+type RarePod struct {
+	// Generation is the pod-template-generation label of a pod without a
+	// hash (read only then).
+	Generation string
 	// Unscheduled, for an unbound pod the scheduler refused, is its
 	// PodScheduled=False reason and message ("Unschedulable: 0/20 nodes are
 	// available: ...").
 	Unscheduled string
-	// NeedUpgrade and ImageReady are the OTA conditions.
-	NeedUpgrade, ImageReady Condition
 	// HoldUntil is the end of the owner's hold on the pod (zero: none, or
 	// one that does not parse).
-	HoldUntil time.Time
-	// Offer, Challenge are hashes of the values of the controller's copies
-	// on the pod (podchannel.Hash; 0: absent), which it rewrites when they
-	// differ from what it holds; Answer is the agent's answer to a
-	// proof-of-life challenge, as it reads.
-	Offer, Challenge uint64
-	Answer           string
+	HoldUntil unixtime.Time
+}
+
+// Generation is the pod-template-generation label of a pod without a hash;
+// "" for one with a hash.
+func (p *Pod) Generation() string {
+	if p.Rare == nil {
+		return ""
+	}
+	return p.Rare.Generation
+}
+
+// Unscheduled is why the scheduler refused an unbound pod; "" when it did
+// not.
+func (p *Pod) Unscheduled() string {
+	if p.Rare == nil {
+		return ""
+	}
+	return p.Rare.Unscheduled
+}
+
+// HoldUntil is the end of the owner's hold on the pod; zero when none.
+func (p *Pod) HoldUntil() time.Time {
+	if p.Rare == nil {
+		return time.Time{}
+	}
+	return p.Rare.HoldUntil.Time()
+}
+
+// DeepCopy returns a copy of p that shares nothing a writer could change
+// (the shared conditions are never changed).
+func (p *Pod) DeepCopy() *Pod {
+	c := *p
+	c.Health = p.Health.DeepCopy()
+	if p.Rare != nil {
+		r := *p.Rare
+		c.Rare = &r
+	}
+	return &c
 }
 
 // NodeFacts is everything one judgement of a node reads, for one DaemonSet:

@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -121,14 +122,14 @@ func groupPods(target *Target, pods []*Pod) nodePods {
 	var np nodePods
 	sorted := slices.Clone(pods)
 	slices.SortFunc(sorted, func(a, b *Pod) int {
-		if c := a.Created.Compare(b.Created); c != 0 {
+		if c := cmp.Compare(a.Created, b.Created); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
 	for _, pod := range sorted {
 		if pod.Terminating {
-			if np.terminating == nil || pod.TerminatingSince.After(np.terminating.TerminatingSince) {
+			if np.terminating == nil || pod.TerminatingSince > np.terminating.TerminatingSince {
 				np.terminating = pod
 			}
 			continue
@@ -230,7 +231,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			j.keepOffer(name, entry)
 		}
 		pod := np.newPod
-		v := health.Judge(&pod.Health, pod.Created, j.cfg.MinReadySeconds, deadline, j.now)
+		v := health.Judge(&pod.Health, pod.Created.Time(), j.cfg.MinReadySeconds, deadline, j.now)
 		var settledAt time.Time
 		if v.State == health.Settled && np.oldPod == nil && !np.several {
 			settledAt = health.SettledAt(&pod.Health, j.cfg.MinReadySeconds)
@@ -263,7 +264,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		if hasEntry && entry.Stage == StageInFlight {
 			j.keepOffer(name, entry)
 		}
-		return j.podless(np.newPod.Created, node.Ready, unscheduledWhy(np.newPod), fail)
+		return j.podless(np.newPod.Created.Time(), node.Ready, unscheduledWhy(np.newPod), fail)
 
 	case deleting:
 		// Deleted by this process, still running in a lagging cache: in
@@ -299,7 +300,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		// controller knows.
 		inFlight := hasEntry && entry.Stage == StageInFlight
 		if !inFlight && j.cfg.Strategy == rollout.StrategyOTA && hasEntry && entry.Stage == StageOffered {
-			entry = Entry{Stage: StageInFlight, Pod: np.terminating.UID, Since: timeOf(np.terminating.TerminatingSince), OfferedAt: entry.OfferedAt}
+			entry = Entry{Stage: StageInFlight, Pod: np.terminating.UID, Since: timeOf(np.terminating.TerminatingSince.Time()), OfferedAt: entry.OfferedAt}
 			j.ledger.Set(name, entry, true)
 			inFlight = true
 		}
@@ -311,7 +312,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			}
 			return verdict{state: StateInFlight}
 		}
-		since := np.terminating.TerminatingSince
+		since := np.terminating.TerminatingSince.Time()
 		if entry.Since != nil {
 			since = entry.Since.Time
 		}
@@ -422,17 +423,19 @@ func (j *judgement) podless(since time.Time, ready bool, why string, fail func(s
 // target: read only to adopt the offers of an older controller, never as
 // this controller's own.
 func offersTarget(pod *Pod, target *Target) bool {
-	rev, ok := podcondition.Offered(corev1.ConditionStatus(pod.NeedUpgrade.Status), pod.NeedUpgrade.Message)
+	need := pod.NeedUpgrade.Get()
+	rev, ok := podcondition.Offered(corev1.ConditionStatus(need.Status), need.Message)
 	return ok && rev == target.Hash
 }
 
 // unscheduledWhy says why a replacement is not bound: the scheduler's
 // PodScheduled=False reason and message, as `kubectl describe` shows them.
 func unscheduledWhy(pod *Pod) string {
-	if pod.Unscheduled == "" {
+	why := pod.Unscheduled()
+	if why == "" {
 		return "replacement " + pod.Name + " not scheduled"
 	}
-	return "replacement " + pod.Name + " not scheduled: " + pod.Unscheduled
+	return "replacement " + pod.Name + " not scheduled: " + why
 }
 
 // proofOf says what proves the node alive after its new pod (uid) settled

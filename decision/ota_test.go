@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var ota = rollout.StrategyOTA
@@ -75,7 +77,7 @@ func TestPartitionCountsTheOwnersUpgradeInFlight(t *testing.T) {
 	if !slices.Equal(d.Offered, []string{"node-0"}) {
 		t.Fatalf("got %v offered, want [node-0]", d.Offered)
 	}
-	w.changePod("node-0", oldHash, func(p *Pod) { p.Terminating, p.TerminatingSince = true, w.now })
+	w.changePod("node-0", oldHash, func(p *Pod) { p.Terminating, p.TerminatingSince = true, unixtime.Of(w.now) })
 	d = w.decide()
 	if len(d.Offered) != 0 {
 		t.Fatalf("owner's upgrade terminating: got %v offered, want none", d.Offered)
@@ -137,7 +139,7 @@ func TestOverdueOfferOutsideItsWindowWakesAtTheOpening(t *testing.T) {
 // meta), not from anything a node or a rollback keeps.
 func TestHoldLimitFromTheTargetsFirstSight(t *testing.T) {
 	w := newWorld(t, 2, aru, map[string]string{rollout.MaxHoldAnnotation: "60", rollout.MaxUnavailableAnnotation: "2"})
-	w.changePod("node-0", oldHash, func(p *Pod) { p.HoldUntil = t0.Add(2 * time.Hour) })
+	w.changePod("node-0", oldHash, func(p *Pod) { setHold(p, t0.Add(2*time.Hour)) })
 	if got := deleted(w.decide()); !slices.Equal(got, []string{"node-1"}) {
 		t.Fatalf("got %v deleted, want [node-1]: node-0 held", got)
 	}
@@ -152,7 +154,7 @@ func TestHoldLimitFromTheTargetsFirstSight(t *testing.T) {
 	w2.now = t0.Add(time.Hour)
 	w2.ledger = NewLedger(nil, Meta{TargetSince: timeOfValue(w2.now)})
 	w2.target.Number = 3
-	w2.changePod("node-0", oldHash, func(p *Pod) { p.HoldUntil = t0.Add(2 * time.Hour) })
+	w2.changePod("node-0", oldHash, func(p *Pod) { setHold(p, t0.Add(2*time.Hour)) })
 	if got := deleted(w2.decide()); !slices.Equal(got, []string{"node-1"}) {
 		t.Errorf("after a rollback: got %v deleted, want [node-1]: node-0's hold within the fresh limit", got)
 	}

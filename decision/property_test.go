@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/rollout"
 	"github.com/edgeota/edgeota/window"
 )
@@ -162,13 +163,14 @@ func (w *world) step(r *rand.Rand) string {
 		return "labels of " + node
 	case 4:
 		p := w.pod(node, newHash, false)
-		p.Created = w.now
+		p.Created = unixtime.Of(w.now)
 		switch r.IntN(4) {
 		case 0:
 		case 1:
 			crashLoop(p)
 		case 2:
-			p.Bound, p.Unscheduled = false, "Unschedulable: 0/10 nodes are available"
+			p.Bound = false
+			setUnscheduled(p, "Unschedulable: 0/10 nodes are available")
 		default:
 			setReady(p, true, w.now)
 		}
@@ -188,21 +190,21 @@ func (w *world) step(r *rand.Rand) string {
 		}
 	case 7:
 		if p := anyPod(); p != nil && !p.Terminating {
-			change(p, func(q *Pod) { q.Terminating, q.TerminatingSince = true, w.now })
+			change(p, func(q *Pod) { q.Terminating, q.TerminatingSince = true, unixtime.Of(w.now) })
 			return "pod " + p.Name + " terminating"
 		}
 	case 8:
 		if p := anyPod(); p != nil && !p.Bound {
-			change(p, func(q *Pod) { q.Bound, q.Unscheduled = true, ""; setReady(q, true, w.now) })
+			change(p, func(q *Pod) { q.Bound = true; setUnscheduled(q, ""); setReady(q, true, w.now) })
 			return "pod " + p.Name + " bound"
 		}
 	case 9:
 		if p := anyPod(); p != nil {
 			change(p, func(q *Pod) {
-				if q.HoldUntil.IsZero() {
-					q.HoldUntil = w.now.Add(time.Duration(1+r.IntN(120)) * time.Second)
+				if q.HoldUntil().IsZero() {
+					setHold(q, w.now.Add(time.Duration(1+r.IntN(120))*time.Second))
 				} else {
-					q.HoldUntil = time.Time{}
+					setHold(q, time.Time{})
 				}
 			})
 			return "hold on pod " + p.Name

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -67,19 +68,16 @@ func newWorld(t *testing.T, n int, strategy rollout.Strategy, annotations map[st
 func (w *world) pod(node, hash string, ready bool) *Pod {
 	w.seq++
 	p := &Pod{Namespace: "default", Name: fmt.Sprintf("%s-%s-%d", node, hash, w.seq), UID: types.UID(fmt.Sprintf("uid-%d", w.seq)),
-		ResourceVersion: fmt.Sprint(w.seq), Node: node, Bound: true, Hash: hash, Created: w.now.Add(-time.Hour),
-		Health: health.Pod{Phase: "Running"}}
+		ResourceVersion: fmt.Sprint(w.seq), Node: node, Bound: true, Hash: hash, Created: unixtime.Of(w.now.Add(-time.Hour))}
 	if hash == newHash {
-		p.Created = w.now
+		p.Created = unixtime.Of(w.now)
 	}
 	setReady(p, ready, w.now.Add(-time.Minute))
 	return p
 }
 
 func setReady(p *Pod, ready bool, since time.Time) {
-	p.Health.Ready = health.Condition{True: ready, Since: since}
-	p.Health.ContainersReady = health.Condition{True: ready, Since: since}
-	p.Health.Waiting = nil
+	p.Health = health.Pod{Ready: ready, ContainersReady: ready, ReadySince: unixtime.Of(since), ContainersReadySince: unixtime.Of(since)}
 }
 
 // facts is the world's FactsFunc.
@@ -165,12 +163,11 @@ func (w *world) changePod(node, hash string, change func(*Pod)) {
 	pods := w.pods[node]
 	for i := len(pods) - 1; i >= 0; i-- {
 		if pods[i].Hash == hash {
-			q := *pods[i]
-			q.Health.Waiting = slices.Clone(q.Health.Waiting)
-			change(&q)
+			q := pods[i].DeepCopy()
+			change(q)
 			w.seq++
 			q.ResourceVersion = fmt.Sprint(w.seq)
-			pods[i] = &q
+			pods[i] = q
 			w.dirty[node] = true
 			return
 		}
@@ -179,8 +176,28 @@ func (w *world) changePod(node, hash string, change func(*Pod)) {
 }
 
 // offeredCondition is PodNeedUpgrade True naming the target.
-func offeredCondition() Condition {
-	return Condition{Status: "True", Message: podcondition.RevisionMessage(newHash)}
+func offeredCondition() SharedCondition {
+	return Share(Condition{Status: "True", Message: podcondition.RevisionMessage(newHash)})
+}
+
+// setUnscheduled records why the scheduler refused a pod ("": it did not).
+func setUnscheduled(p *Pod, why string) {
+	rare := RarePod{}
+	if p.Rare != nil {
+		rare = *p.Rare
+	}
+	rare.Unscheduled = why
+	p.Rare = &rare
+}
+
+// setHold records the end of the owner's hold on a pod (zero: none).
+func setHold(p *Pod, until time.Time) {
+	rare := RarePod{}
+	if p.Rare != nil {
+		rare = *p.Rare
+	}
+	rare.HoldUntil = unixtime.Of(until)
+	p.Rare = &rare
 }
 
 func deleted(d Decision) []string {
@@ -193,8 +210,8 @@ func deleted(d Decision) []string {
 
 // crashLoop makes a pod's container wait in CrashLoopBackOff.
 func crashLoop(p *Pod) {
-	setReady(p, false, p.Created)
-	p.Health.Waiting = []health.Waiting{{Container: "app", Reason: "CrashLoopBackOff"}}
+	setReady(p, false, p.Created.Time())
+	p.Health.Detail = &health.Detail{Waiting: []health.Waiting{{Container: "app", Reason: "CrashLoopBackOff"}}}
 }
 
 // powerCycle is what a reboot shows on a running pod: not ready, a
@@ -202,6 +219,6 @@ func crashLoop(p *Pod) {
 func powerCycle(at time.Time) func(*Pod) {
 	return func(p *Pod) {
 		setReady(p, false, at)
-		p.Health.LastFinished = at
+		p.Health.LastFinished = unixtime.Of(at)
 	}
 }

@@ -7,7 +7,14 @@ import corev1 "k8s.io/api/core/v1"
 // missing all mean the node cannot take an upgrade now.
 func NodeReady(node *corev1.Node) bool {
 	c := NodeCondition(node, corev1.NodeReady)
-	return c != nil && c.Status == corev1.ConditionTrue
+	return c != nil && StatusReady(c.Status)
+}
+
+// StatusReady is NodeReady on the Ready condition's status alone ("" when
+// the node has none), for a caller that keeps only that (the controller's
+// compact node records).
+func StatusReady(status corev1.ConditionStatus) bool {
+	return status == corev1.ConditionTrue
 }
 
 // NodeCondition returns the node's condition of type t, or nil. The pointer

@@ -3,8 +3,6 @@ package health
 import (
 	"fmt"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // State is where a new pod stands after an upgrade.
@@ -96,19 +94,23 @@ type Verdict struct {
 //
 // Judge reads the pod's facts (PodOf, or the controller's cached record).
 func Judge(pod *Pod, since time.Time, minReadySeconds int32, deadline time.Duration, now time.Time) Verdict {
-	if pod.Phase == corev1.PodFailed {
-		reason := pod.Reason
+	if pod.Failed {
+		var reason, message string
+		if pod.Detail != nil {
+			reason, message = pod.Detail.Reason, pod.Detail.Message
+		}
 		if reason == "" {
 			reason = ReasonPodFailed
 		}
-		message := "the pod's phase is Failed"
-		if pod.Message != "" {
-			message += ": " + pod.Message
+		if message != "" {
+			message = "the pod's phase is Failed: " + message
+		} else {
+			message = "the pod's phase is Failed"
 		}
 		return Verdict{State: Failed, Reason: reason, Message: message}
 	}
 	var waiting Verdict // the first container's reason for not running, if any
-	for _, w := range pod.Waiting {
+	for _, w := range pod.Waits() {
 		message := fmt.Sprintf("container %s: %s", w.Container, w.Reason)
 		if w.Message != "" {
 			message += ": " + w.Message
@@ -121,8 +123,8 @@ func Judge(pod *Pod, since time.Time, minReadySeconds int32, deadline time.Durat
 		}
 	}
 
-	ok, wait := heldFor(pod.ContainersReady, minReadySeconds, now)
-	if ok && !pod.LastFinished.After(pod.ContainersReady.Since) {
+	ok, wait := heldFor(pod.ContainersReady, pod.ContainersReadySince, minReadySeconds, now)
+	if ok && pod.LastFinished <= pod.ContainersReadySince {
 		// Ready long enough, and no container ended a run since it turned
 		// ready: one that restarted since has not proven it stays up.
 		return Verdict{State: Settled}
@@ -155,8 +157,8 @@ func Judge(pod *Pod, since time.Time, minReadySeconds int32, deadline time.Durat
 // minReadySeconds: after it, a sign of life from its node proves that the
 // node survived the pod's start. Zero when it is not ready.
 func SettledAt(pod *Pod, minReadySeconds int32) time.Time {
-	if !pod.ContainersReady.True {
+	if !pod.ContainersReady {
 		return time.Time{}
 	}
-	return pod.ContainersReady.Since.Add(time.Duration(minReadySeconds) * time.Second)
+	return pod.ContainersReadySince.Time().Add(time.Duration(minReadySeconds) * time.Second)
 }

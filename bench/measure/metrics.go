@@ -34,6 +34,16 @@ func (m Metrics) Sum(name string, match map[string]string) float64 {
 	return total
 }
 
+// Gauge adds the gauge samples of the family name (a Go runtime's
+// go_memstats_*); 0 if the family is absent.
+func (m Metrics) Gauge(name string) float64 {
+	var total float64
+	for _, s := range m[name].GetMetric() {
+		total += s.GetGauge().GetValue()
+	}
+	return total
+}
+
 // ByLabel sums the counter and untyped samples of the family name by the
 // value of one label (samples without it under ""); empty if the family is
 // absent.

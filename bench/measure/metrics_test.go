@@ -108,3 +108,22 @@ func TestScrapeAPIServerCountsRequests(t *testing.T) {
 		t.Errorf("Minus: got %+v, want %+v", got, want)
 	}
 }
+
+// TestMetricsGaugeReadsAGoRuntimesHeap: a gauge family (go_memstats_*, as
+// client_golang's Go collector writes it) is read, a counter is not.
+func TestMetricsGaugeReadsAGoRuntimesHeap(t *testing.T) {
+	m, err := ParseMetrics([]byte("# TYPE go_memstats_next_gc_bytes gauge\ngo_memstats_next_gc_bytes 4.194304e+06\n" +
+		"# TYPE edgeota_controller_pods_deleted_total counter\nedgeota_controller_pods_deleted_total 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Gauge("go_memstats_next_gc_bytes"); got != 4<<20 {
+		t.Errorf("got next GC goal %v, want %v", got, 4<<20)
+	}
+	if got := m.Gauge("edgeota_controller_pods_deleted_total"); got != 0 {
+		t.Errorf("got %v from a counter, want 0: gauges only", got)
+	}
+	if got := m.Gauge("no_such_family"); got != 0 {
+		t.Errorf("got %v for an absent family, want 0", got)
+	}
+}
