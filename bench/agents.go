@@ -37,8 +37,9 @@ import (
 // nodes and each answer written as its node (system:node:<name>, which the
 // API server authorizes by the Node authorizer and NodeRestriction, as it
 // does a real agent acting as its node). A node labelled cut off
-// (localcluster.CutOffLabel) answers nothing: its answers fail as over a cut
-// link and are tried again with the agent's backoff until the label goes.
+// (localcluster.CutOffLabel, or agentCutOffLabel for its agent's link
+// alone) answers nothing: its answers fail as over a cut link and are tried
+// again with the agent's backoff until the label goes.
 const agentsCommand = "agents"
 
 // agentsWorkers is how many answers the simulated agents write at once. A
@@ -53,6 +54,14 @@ const agentsWorkers = 64
 // impersonation; the bench impersonates with its admin credentials, where
 // the groups are the request's to name.
 const nodesGroup = "system:nodes"
+
+// agentCutOffLabel, set to "true" on a node, cuts its simulated agent's
+// link alone, as CutOffLabel cuts the node's: kwok-controller stops running
+// a node labelled CutOffLabel, pods included, so the cutoff scenario cuts
+// the agent of a node whose pod of a version that breaks its link appears,
+// and the node itself only once KWOK reported that pod Ready (see
+// cutOffImage).
+const agentCutOffLabel = "bench.edgeota.io/agent-cut-off"
 
 // errCutLink is what a cut-off node's simulated agent gets for every write:
 // the error of a request over a dead link, which the agent tries again.
@@ -89,12 +98,17 @@ func runAgents(args []string) error {
 	if err := podInformer.SetTransform(dropManagedFields); err != nil {
 		return err
 	}
-	// The cut-off nodes alone: the others' status writes (every 2 s on the
-	// default heartbeat) would cost this process an event each.
+	// The cut-off nodes alone (their link, or their agent's): the others'
+	// status writes (every 2 s on the default heartbeat) would cost this
+	// process an event each.
 	cutOff := informers.NewSharedInformerFactoryWithOptions(admin, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = localcluster.CutOffLabel + "=true" }))
 	cutLister := cutOff.Core().V1().Nodes().Lister()
 	cutInformer := cutOff.Core().V1().Nodes().Informer()
+	agentCut := informers.NewSharedInformerFactoryWithOptions(admin, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = agentCutOffLabel + "=true" }))
+	agentCutLister := agentCut.Core().V1().Nodes().Lister()
+	agentCutInformer := agentCut.Core().V1().Nodes().Informer()
 
 	clients := &nodeClients{config: config}
 	answerer := server.NewAnswerer(server.AnswererOptions{
@@ -104,12 +118,16 @@ func runAgents(args []string) error {
 			if _, err := cutLister.Get(node); err == nil {
 				return cutLink{}
 			}
+			if _, err := agentCutLister.Get(node); err == nil {
+				return cutLink{}
+			}
 			return clients.of(node)
 		},
 	})
 	pods.Start(ctx.Done())
 	cutOff.Start(ctx.Done())
-	synced := func() bool { return podInformer.HasSynced() && cutInformer.HasSynced() }
+	agentCut.Start(ctx.Done())
+	synced := func() bool { return podInformer.HasSynced() && cutInformer.HasSynced() && agentCutInformer.HasSynced() }
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(answerer.Results())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
@@ -53,10 +57,18 @@ type cutoffFigures struct {
 	memory    measure.Memory
 }
 
-// cutOffImage is a version that cuts off every node it runs on: the bench
-// cuts a node off (localcluster.CutOffLabel) as soon as its watch sees the
-// node's pod of it Ready, as a broken VPN client or CNI plugin would once
-// started. To the cluster it is an image like any other.
+// cutOffImage is a version that cuts off every node it runs on, as a broken
+// VPN client or CNI plugin would as it starts. The bench cuts the node's
+// agent off (agentCutOffLabel) as soon as its watch sees the node's pod of
+// it, before the pod settles, so before any challenge; and the node itself
+// (localcluster.CutOffLabel: its Lease stops) once its watch sees the pod
+// Ready, since kwok-controller stops running a cut-off node's pods, where a
+// real node so cut would never report the pod Ready at all. (Both cut at
+// Ready, as before issue 28, the cut raced the agent's answer, which comes
+// within a few hundred milliseconds: a node that answered first had reached
+// the API server after its pod settled, and was rightly settled; see the
+// README's failure brake on what a proof shows.) To the cluster it is an
+// image like any other.
 const cutOffImage = "registry.bench.local/app:cuts-off"
 
 // brakeHold is how long a halted rollout is watched for a deletion it must
@@ -187,8 +199,8 @@ func reconnect(ctx context.Context, s *session, f *cutoffFigures, pods *view[*co
 	return nil
 }
 
-// checkBrake rolls out cutOffImage, cutting off each node whose pod of it
-// turns Ready, waits until the rollout halts and brakeHold more, and
+// checkBrake rolls out cutOffImage, cutting off each node as its pod of it
+// appears, waits until the rollout halts and brakeHold more, and
 // records what ran where and whether any cut-off node answered; then it
 // reconnects the cut nodes and waits until they are Ready again.
 func checkBrake(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes *view[*corev1.Node], agents *child) (brakeCheck, error) {
@@ -204,20 +216,33 @@ func checkBrake(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes 
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var cutErrs []error
-	cut := map[string]bool{}
-	pods.observe(func(_ time.Time, p *corev1.Pod) {
-		node := p.Spec.NodeName
-		if node == "" || p.DeletionTimestamp != nil || p.Spec.Containers[0].Image != cutOffImage || !isReady(p) || cut[node] {
-			return
-		}
-		cut[node] = true
+	cutting := func(do func(context.Context) error) {
 		wg.Go(func() {
-			if err := s.cluster.BeginCutOff(context.WithoutCancel(ctx), node); err != nil {
+			if err := do(context.WithoutCancel(ctx)); err != nil {
 				mu.Lock()
 				cutErrs = append(cutErrs, err)
 				mu.Unlock()
 			}
 		})
+	}
+	// cut: the nodes whose pod of the version appeared, their agents cut;
+	// nodeCut: those whose pod of it turned Ready, their heartbeat cut.
+	cut, nodeCut := map[string]bool{}, map[string]bool{}
+	pods.observe(func(_ time.Time, p *corev1.Pod) {
+		node := p.Spec.NodeName
+		if node == "" || p.DeletionTimestamp != nil || p.Spec.Containers[0].Image != cutOffImage {
+			return
+		}
+		if !cut[node] {
+			cut[node] = true
+			cutting(func(ctx context.Context) error {
+				return setNodeLabel(ctx, s.cluster.Client, node, agentCutOffLabel, "true")
+			})
+		}
+		if isReady(p) && !nodeCut[node] {
+			nodeCut[node] = true
+			cutting(func(ctx context.Context) error { return s.cluster.BeginCutOff(ctx, node) })
+		}
 	})
 	start := time.Now()
 	err := setImage(ctx, s.cluster.Client, cutoffNamespace, "ota", cutOffImage)
@@ -258,12 +283,29 @@ func checkBrake(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes 
 		}
 		b.agentsFailed = m.Sum("edgeota_agent_alive_answers_total", map[string]string{"result": "failed"}) - before
 	}
-	names := slices.Sorted(maps.Keys(cut))
+	if err := forEachNode(ctx, slices.Sorted(maps.Keys(cut)), func(ctx context.Context, node string) error {
+		return setNodeLabel(ctx, s.cluster.Client, node, agentCutOffLabel, nil)
+	}); err != nil {
+		return b, err
+	}
+	names := slices.Sorted(maps.Keys(nodeCut))
 	if err := forEachNode(ctx, names, s.cluster.BeginReconnect); err != nil {
 		return b, err
 	}
 	_, err = waitReady(ctx, nodes, names, corev1.ConditionTrue)
 	return b, err
+}
+
+// setNodeLabel sets the node's label key to value, or removes it (nil).
+func setNodeLabel(ctx context.Context, client kubernetes.Interface, node, key string, value any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: value}}})
+	if err != nil {
+		return err
+	}
+	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("labelling node %s %s=%v: %w", node, key, value, err)
+	}
+	return nil
 }
 
 // runsOther reports whether a live pod runs an image other than img.
@@ -366,6 +408,6 @@ func brakeNote(b brakeCheck) string {
 	if b.agentsFailed >= 0 {
 		agents = fmt.Sprintf("simulated agents ran on every node (BENCH_AGENTS=1); a cut-off node's agent answers nothing (its writes fail as over a cut link and are retried with the agent's backoff): %.0f failed attempts meanwhile", b.agentsFailed)
 	}
-	return "A version that cuts its nodes off: the bench cuts off (" + localcluster.CutOffLabel + ") each node whose pod of it it sees Ready, before the controller's challenge reaches it; the rollout must stop at max-failed (the budget) failed nodes, with no deletion in the " +
+	return "A version that cuts its nodes off: the bench cuts off (" + localcluster.CutOffLabel + ") each node's agent as soon as it sees the node's pod of it, before that pod settles (so before any challenge), and the node's heartbeat once KWOK reports the pod Ready; the rollout must stop at max-failed (the budget) failed nodes, with no deletion in the " +
 		seconds(brakeHold) + " after; " + agents + ". The cut nodes come back afterwards."
 }

@@ -33,7 +33,8 @@
 //     its transitions; events.go: events on change only, the strategy and
 //     settings checks.
 //   - heartbeats.go: which nodes each DaemonSet waits on for proof of life,
-//     and their Leases read.
+//     and their Leases followed; controller.go's learnRenewals reads every
+//     node's last renewal once at start.
 //   - revision.go: the target revision and its images.
 //   - prepull.go, prepulljob.go: image pre-pull Jobs.
 //   - metrics.go: Prometheus figures.

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,6 +108,73 @@ func TestProofOfLifeFromLeasesOfInFlightNodesOnly(t *testing.T) {
 	// the one the watch delivered.
 	if renewals := testutil.ToFloat64(f.c.metrics.leaseReads.WithLabelValues(leases.Renewed)); renewals < 2 {
 		t.Errorf("got %v renewals counted, want at least 2 (the first list's, and the renewal watched)", renewals)
+	}
+}
+
+// TestFreshControllerLearnsRenewalsByOneList: a controller that starts on
+// an upgraded fleet (every pod settled 100 s ago, the Node statuses 4
+// minutes old, as kubelets on Leases write them) learns every node's last
+// Lease renewal from one list before its first sync: the nodes that renewed
+// since their pods settled are settled at once, with no challenge written
+// and no Lease followed; the one whose last renewal came before its pod
+// settled is the only one followed and challenged.
+func TestFreshControllerLearnsRenewalsByOneList(t *testing.T) {
+	objs := cluster(advancedDaemonSet("1"), readyNodes(4), newHash, newHash, newHash, newHash)
+	for i, node := range []string{"node-0", "node-1", "node-2", "node-3"} {
+		objs = replaceNode(objs, heartbeatAgo(newNode(node, corev1.ConditionTrue), 4*time.Minute))
+		objs = append(objs, nodeLease(node, time.Duration(i+1)*time.Second))
+	}
+	objs = replaceLease(objs, nodeLease("node-3", 150*time.Second))
+	// A Lease of a node the cluster no longer has is left out.
+	objs = append(objs, nodeLease("node-gone", time.Second))
+	f := newFixture(t, objs...)
+
+	f.c.learnRenewals(f.ctx)
+	f.sync()
+	var lists []string
+	for _, a := range f.client.Actions() {
+		if l, ok := a.(core.ListAction); ok && a.GetResource().Resource == "leases" {
+			lists = append(lists, l.GetListRestrictions().Fields.String())
+		}
+	}
+	if !slices.Equal(lists, []string{""}) {
+		t.Errorf("got Lease lists with field selectors %q, want one list of every Lease", lists)
+	}
+	for _, node := range []string{"node-0", "node-1", "node-2"} {
+		if got := f.state(node); got != decision.StateSettled {
+			t.Errorf("got %s %v, want settled by the renewal the list found", node, got)
+		}
+	}
+	if got := f.state("node-3"); got != decision.StateInFlight {
+		t.Errorf("got node-3 %v, want in flight: its last renewal came before its pod settled", got)
+	}
+	if got := f.challenges(); len(got) != 1 || got["pod-3"] == "" {
+		t.Errorf("got challenges on %v, want one, on pod-3", slices.Sorted(maps.Keys(got)))
+	}
+	if got, want := f.c.heartbeats.byNode, []string{"node-3"}; !slices.Equal(slices.Sorted(maps.Keys(got)), want) {
+		t.Errorf("got the Leases of %v awaited, want %v", slices.Sorted(maps.Keys(got)), want)
+	}
+	if got := f.c.heartbeats.seen("node-gone"); !got.IsZero() {
+		t.Errorf("got a renewal kept for node-gone (%v), want none: no such node", got)
+	}
+}
+
+// TestFreshControllerWithoutLeaseList: a controller that may not list the
+// Leases starts all the same, and follows the nodes it waits on one by one.
+func TestFreshControllerWithoutLeaseList(t *testing.T) {
+	objs := cluster(advancedDaemonSet("1"), readyNodes(2), newHash, newHash)
+	for _, node := range []string{"node-0", "node-1"} {
+		objs = replaceNode(objs, heartbeatAgo(newNode(node, corev1.ConditionTrue), 4*time.Minute))
+		objs = append(objs, nodeLease(node, time.Second))
+	}
+	f := newFixture(t, objs...)
+	f.client.PrependReactor("list", "leases", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("no"))
+	})
+	f.c.learnRenewals(f.ctx)
+	f.sync()
+	if got := f.c.heartbeats.byNode; len(got) != 2 {
+		t.Errorf("got %d nodes awaited, want 2: nothing learned, each followed", len(got))
 	}
 }
 

@@ -92,7 +92,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 		leaseRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_lease_requests_total",
-			Help: "Requests for node Leases, by verb: list (one when a node starts being followed, and after a watch ends), watch. What proof of life costs the API server.",
+			Help: "Requests for node Leases, by verb: list (one when a node starts being followed, one after a watch ends, and one per page of the list of every Lease at start), watch. What proof of life costs the API server.",
 		}, []string{"verb"}),
 		rolloutProven: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_proven_nodes",

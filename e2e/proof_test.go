@@ -161,31 +161,39 @@ func TestAnswersAdmitEachWave(t *testing.T) {
 	}
 }
 
-// cutOffNodesWhenReady cuts off each node whose pod of image the watch sees
-// Ready, as a version that breaks its node's link once it runs: the node's
-// label cuts its heartbeat (localcluster.CutOffLabel), and cut, called with
-// the node, the link of its agent. Before the controller's challenge can
-// reach the agent: the controller takes a pod change up a batch later.
-func (e *env) cutOffNodesWhenReady(image string, cut func(node string)) {
+// cutOffNodesAsTheyRun cuts off each node whose pod of image appears, as a
+// version that breaks its node's link as it starts: cut, called with the
+// node as soon as the watch sees that pod, cuts the link of its agent,
+// before the pod settles, so before any challenge; the node's label cuts
+// its heartbeat (localcluster.CutOffLabel) once the watch sees the pod
+// Ready, since KWOK stops running a cut-off node's pods, where a real node so
+// cut would never report its pod Ready at all. (Cut at Ready, the agent's
+// link raced its answer, and a node that won the race had rightly proven
+// life.)
+func (e *env) cutOffNodesAsTheyRun(image string, cut func(node string)) {
 	e.t.Helper()
 	factory := informers.NewSharedInformerFactoryWithOptions(e.cluster.Client, 0, informers.WithNamespace(e.ns))
 	var mu sync.Mutex
-	done := map[string]bool{}
+	agentCut, nodeCut := map[string]bool{}, map[string]bool{}
 	handle := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
-		if !ok || p.Spec.NodeName == "" || imageOf(p) != image || !podReady(p) {
+		if !ok || p.Spec.NodeName == "" || imageOf(p) != image {
 			return
 		}
+		node := p.Spec.NodeName
 		mu.Lock()
 		defer mu.Unlock()
-		if done[p.Spec.NodeName] {
+		if !agentCut[node] {
+			agentCut[node] = true
+			cut(node)
+		}
+		if !podReady(p) || nodeCut[node] {
 			return
 		}
-		done[p.Spec.NodeName] = true
-		cut(p.Spec.NodeName)
+		nodeCut[node] = true
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, localcluster.CutOffLabel)
-		if _, err := e.cluster.Client.CoreV1().Nodes().Patch(context.Background(), p.Spec.NodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			e.t.Errorf("cutting off node %s: %v", p.Spec.NodeName, err)
+		if _, err := e.cluster.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			e.t.Errorf("cutting off node %s: %v", node, err)
 		}
 	}
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -232,7 +240,7 @@ func TestCutOffVersionHaltsUnanswered(t *testing.T) {
 		t.Fatalf("got the first revision proven %+v, want by the agents' answers: they must be able to answer", first.Proven)
 	}
 
-	e.cutOffNodesWhenReady(cutOffImage, func(node string) { proxies[node].Cut() })
+	e.cutOffNodesAsTheyRun(cutOffImage, func(node string) { proxies[node].Cut() })
 	e.setImage(cutOffImage)
 	halted := e.waitRolloutStatus("the rollout halted", func(s *rollout.Status) bool { return s.Halted })
 	if halted.Failed.Count != budget || len(halted.Failed.Nodes) != budget {
@@ -368,5 +376,42 @@ func TestNodeWithoutAgentRollsOnItsLease(t *testing.T) {
 	if p.Annotations[rollout.ChallengeAnnotation] == "" || p.Annotations[rollout.AnswerAnnotation] != "" {
 		t.Errorf("got %s's pod %s with challenge %q and answer %q, want a challenge no one answered", without, p.Name,
 			p.Annotations[rollout.ChallengeAnnotation], p.Annotations[rollout.AnswerAnnotation])
+	}
+}
+
+// TestFreshControllerOnSettledFleetFollowsNoLease: a controller started on
+// a fleet whose pods all settled before their nodes' last Lease renewals
+// learns those renewals from one list of every Lease before its first sync:
+// it settles every node at once, by heartbeat, writes no challenge and
+// follows no node's Lease. Followed one by one instead, a fresh controller
+// on a settled fleet of 500 nodes with four DaemonSets opened 500 watches
+// and wrote 2,000 challenges at start.
+func TestFreshControllerOnSettledFleetFollowsNoLease(t *testing.T) {
+	const nodes = 4
+	e := newKubeletEnv(t, nodes)
+	e.createDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "1"})
+	e.waitAllNodes(oldImage)
+	// Every node renews its Lease (every 10 s) after its pod settled.
+	time.Sleep(localcluster.Heartbeat{Leases: true}.Period() + time.Second)
+
+	c := e.startKillableController("ota-controller", e.cluster.Kubeconfig, "-v=2")
+	settled := e.waitRolloutStatus("the revision settled", func(s *rollout.Status) bool { return s.Updated == nodes && s.InFlight == 0 })
+	if want := (rollout.ProvenNodes{Heartbeat: nodes}); settled.Proven == nil || *settled.Proven != want {
+		t.Errorf("got proven %+v, want %+v: every node by the renewal the list found", settled.Proven, want)
+	}
+	if got := e.mustMetric(c, "edgeota_controller_challenges_written_total"); got != 0 {
+		t.Errorf("got %v challenges written, want none", got)
+	}
+	if got := e.mustMetric(c, "edgeota_controller_lease_requests_total"); got != 1 {
+		t.Errorf("got %v Lease requests, want 1: the list of every Lease, no node followed", got)
+	}
+	pods, err := e.podsByNode(e.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node, p := range pods {
+		if c := p.Annotations[rollout.ChallengeAnnotation]; c != "" {
+			t.Errorf("got node %s's pod %s challenged (%q), want no challenge", node, p.Name, c)
+		}
 	}
 }

@@ -28,6 +28,11 @@
 //     delivering anything, waits 1 s, doubling to 10 s (plus up to a quarter
 //     of jitter), and never spins; a watch that delivers resets the wait.
 //
+// ListAll, called once before Run, lists every node Lease in pages of
+// ListAllPageSize and reports each renewTime: a caller that has just started
+// learns which nodes renewed since whatever it waits for, in one request per
+// 500 nodes, instead of following every node it finds waiting.
+//
 // At most ListsAtOnce lists (default 32) are under way at once: a fresh
 // controller may start following hundreds of nodes in the same instant.
 // Events for another object than the node's Lease are ignored, so the

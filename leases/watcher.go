@@ -123,6 +123,47 @@ func NewWatcher(client kubernetes.Interface, renew func(node string, renewed tim
 	}
 }
 
+// ListAllPageSize is how many Leases each page of ListAll asks for: a page
+// of node Leases is about 200 KB on the wire, so a fleet of 100,000 nodes
+// is read in 200 requests without ever holding more than one page.
+const ListAllPageSize = 500
+
+// ListAll lists every node Lease once, a page at a time, and hands each
+// renewTime to report (the node's name, its Lease's renewTime), before
+// anything is followed. A controller that has just started finds every node
+// of a settled fleet running the revision it targets and cannot tell from
+// its caches which of them proved life since their pods settled: following
+// each would open a watch per node and wait for its next renewal, hundreds
+// at once. One paged list instead proves, within a second of the start,
+// every node that renewed its Lease after its pod settled, and leaves only
+// the nodes upgraded in the last seconds to be followed. Leases without a
+// renewTime are skipped. Each page is counted as Listed, a failed one as
+// Failed; the first error ends the list. Call it before Run:
+// report is not ordered with the renew callback's calls.
+func (w *Watcher) ListAll(ctx context.Context, report func(node string, renewed time.Time)) error {
+	opts := metav1.ListOptions{Limit: ListAllPageSize}
+	for {
+		lctx, cancel := context.WithTimeout(ctx, listTimeout)
+		w.counted(Listed)
+		list, err := w.leases.List(lctx, opts)
+		cancel()
+		if err != nil {
+			w.counted(Failed)
+			return fmt.Errorf("listing the node Leases in %s: %w", corev1.NamespaceNodeLease, err)
+		}
+		for i := range list.Items {
+			lease := &list.Items[i]
+			if lease.Spec.RenewTime != nil {
+				report(lease.Name, lease.Spec.RenewTime.Time)
+			}
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
 // Run follows the nodes started before it and those started while it runs,
 // until ctx ends; it returns once every node's watch has stopped. Call it
 // once. Its logger comes from ctx (klog.FromContext).

@@ -533,3 +533,57 @@ func TestRunReturnsOnceItsContextEnds(t *testing.T) {
 	default:
 	}
 }
+
+// TestListAllReadsEveryPage: ListAll follows the list's continue tokens to
+// the last page, asks for pages of ListAllPageSize, reports every Lease that
+// has a renewTime, and counts each page as a list.
+func TestListAllReadsEveryPage(t *testing.T) {
+	pages := [][]coordinationv1.Lease{
+		{*lease("node-a", renewal(1)), *lease("node-b", renewal(2))},
+		{*lease("node-c", renewal(3)), {ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: "node-new"}}},
+	}
+	var asked []metav1.ListOptions
+	f := newFixture(t, func(c *fake.Clientset) {
+		c.PrependReactor("list", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			opts := a.(k8stesting.ListActionImpl).ListOptions
+			asked = append(asked, opts)
+			list := &coordinationv1.LeaseList{Items: pages[0]}
+			list.Continue = "page-2"
+			if opts.Continue == "page-2" {
+				list = &coordinationv1.LeaseList{Items: pages[1]}
+			}
+			return true, list, nil
+		})
+	})
+	var got []report
+	if err := f.w.ListAll(context.Background(), func(node string, renewed time.Time) { got = append(got, report{node, renewed}) }); err != nil {
+		t.Fatalf("ListAll: %v", err)
+	}
+	want := []report{{"node-a", renewal(1)}, {"node-b", renewal(2)}, {"node-c", renewal(3)}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got reports %v, want %v (node-new has no renewTime)", got, want)
+	}
+	if len(asked) != 2 || asked[0].Limit != ListAllPageSize || asked[1].Continue != "page-2" {
+		t.Errorf("got lists %+v, want two pages of %d, the second from the first's continue token", asked, ListAllPageSize)
+	}
+	if got := f.counted(Listed); got != 2 {
+		t.Errorf("got %d lists counted, want 2", got)
+	}
+}
+
+// TestListAllReturnsItsError: a refused list ends ListAll with an error
+// that names the namespace, and is counted as a failure.
+func TestListAllReturnsItsError(t *testing.T) {
+	f := newFixture(t, func(c *fake.Clientset) {
+		c.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", fmt.Errorf("RBAC"))
+		})
+	})
+	err := f.w.ListAll(context.Background(), func(string, time.Time) { t.Error("got a report, want none") })
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("got %v, want the Forbidden error wrapped", err)
+	}
+	if got := f.counted(Failed); got != 1 {
+		t.Errorf("got %d failures counted, want 1", got)
+	}
+}
