@@ -13,7 +13,8 @@ import (
 
 // apiError maps a failed API server call to the status the contract promises:
 // a refusal (RBAC, admission) is PermissionDenied with the API server's
-// reason; a pod that is gone is NotFound; a lost race is Aborted; an API server
+// reason; a pod that is gone is NotFound; a lost race (a conflict, or a pod
+// replaced under a status patch) is Aborted; an API server
 // out of reach or slower than timeout is Unavailable.
 func apiError(action string, timeout time.Duration, err error) error {
 	var apiStatus apierrors.APIStatus
@@ -22,6 +23,11 @@ func apiError(action string, timeout time.Duration, err error) error {
 		return status.Errorf(codes.NotFound, "%s: not found", action)
 	case apierrors.IsConflict(err):
 		return status.Errorf(codes.Aborted, "%s: the pod changed meanwhile, try again: %v", action, err)
+	case uidMismatch(err):
+		// A status patch carries the pod's UID as its precondition, and the
+		// API server refuses a namesake's as an immutable field (422): the
+		// pod was replaced, a lost race like a conflict, not a refusal.
+		return status.Errorf(codes.Aborted, "%s: the pod changed meanwhile (it was replaced by a namesake), try again: %s", action, messageOf(err))
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsInvalid(err):
 		return status.Errorf(codes.PermissionDenied, "%s: the API server refused: %s: %s", action, apierrors.ReasonForError(err), messageOf(err))
 	case errors.As(err, &apiStatus) && apiStatus.Status().Code < http.StatusInternalServerError &&

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8stesting "k8s.io/client-go/testing"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
@@ -197,6 +198,16 @@ func TestOutcomes(t *testing.T) {
 			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", withHold(time.Now().Add(time.Hour), "driving"))},
 			setup:    failing("patch", apierrors.NewConflict(podsResource, "p", errors.New("Precondition failed: UID in precondition"))),
 			wantCode: codes.Aborted, wantHTTP: 409, wantInMsg: "changed meanwhile",
+		},
+		{
+			name: "pod replaced by a namesake before the status patch", calls: []call{imagePullCall, holdCall, releaseCall},
+			ns: "default", pod: "p", pods: []*corev1.Pod{dsPod("p", withHold(time.Now().Add(time.Hour), "driving"))},
+			// What the API server answers: the patch's metadata.uid is refused
+			// as an immutable field.
+			setup: failing("patch", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "uid"), "new-uid", "field is immutable"),
+			})),
+			wantCode: codes.Aborted, wantHTTP: 409, wantInMsg: "replaced by a namesake",
 		},
 		{
 			name: "API server refuses the delete", calls: []call{upgradeCall},
