@@ -385,12 +385,3 @@ func proofTable(p params, f proofFigures) table {
 		},
 	}
 }
-
-// roundList shows each round's three times.
-func roundList(a, b, c []time.Duration) string {
-	rounds := make([]string, len(a))
-	for i := range a {
-		rounds[i] = seconds(a[i]) + " / " + seconds(b[i]) + " / " + seconds(c[i])
-	}
-	return fmt.Sprint(rounds)
-}

@@ -141,6 +141,20 @@ func pairList(a, b []time.Duration) string {
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
+// roundList shows each round's times, variant by variant ("a / b / c"),
+// rounds separated by commas: the runs behind a table's medians.
+func roundList(variants ...[]time.Duration) string {
+	out := make([]string, len(variants[0]))
+	for i := range out {
+		times := make([]string, len(variants))
+		for j, v := range variants {
+			times[j] = seconds(v[i])
+		}
+		out[i] = strings.Join(times, " / ")
+	}
+	return strings.Join(out, ", ")
+}
+
 func millis(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 func mib(bytes int64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }
