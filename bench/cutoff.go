@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,9 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/edgeota/edgeota/bench/measure"
@@ -236,7 +232,7 @@ func checkBrake(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes 
 		if !cut[node] {
 			cut[node] = true
 			cutting(func(ctx context.Context) error {
-				return setNodeLabel(ctx, s.cluster.Client, node, agentCutOffLabel, "true")
+				return s.cluster.SetNodeLabel(ctx, node, agentCutOffLabel, "true")
 			})
 		}
 		if isReady(p) && !nodeCut[node] {
@@ -284,7 +280,7 @@ func checkBrake(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes 
 		b.agentsFailed = m.Sum("edgeota_agent_alive_answers_total", map[string]string{"result": "failed"}) - before
 	}
 	if err := forEachNode(ctx, slices.Sorted(maps.Keys(cut)), func(ctx context.Context, node string) error {
-		return setNodeLabel(ctx, s.cluster.Client, node, agentCutOffLabel, nil)
+		return s.cluster.SetNodeLabel(ctx, node, agentCutOffLabel, nil)
 	}); err != nil {
 		return b, err
 	}
@@ -294,18 +290,6 @@ func checkBrake(ctx context.Context, s *session, pods *view[*corev1.Pod], nodes 
 	}
 	_, err = waitReady(ctx, nodes, names, corev1.ConditionTrue)
 	return b, err
-}
-
-// setNodeLabel sets the node's label key to value, or removes it (nil).
-func setNodeLabel(ctx context.Context, client kubernetes.Interface, node, key string, value any) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: value}}})
-	if err != nil {
-		return err
-	}
-	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("labelling node %s %s=%v: %w", node, key, value, err)
-	}
-	return nil
 }
 
 // runsOther reports whether a live pod runs an image other than img.

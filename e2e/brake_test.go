@@ -188,8 +188,7 @@ func (e *env) cutOffNodesRunning(image string) {
 			return
 		}
 		cut[p.Spec.NodeName] = true
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, localcluster.CutOffLabel)
-		if _, err := e.cluster.Client.CoreV1().Nodes().Patch(context.Background(), p.Spec.NodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if err := e.cluster.BeginCutOff(context.Background(), p.Spec.NodeName); err != nil {
 			e.t.Errorf("cutting off node %s: %v", p.Spec.NodeName, err)
 		}
 	}

@@ -191,8 +191,7 @@ func (e *env) cutOffNodesAsTheyRun(image string, cut func(node string)) {
 			return
 		}
 		nodeCut[node] = true
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, localcluster.CutOffLabel)
-		if _, err := e.cluster.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if err := e.cluster.BeginCutOff(context.Background(), node); err != nil {
 			e.t.Errorf("cutting off node %s: %v", node, err)
 		}
 	}

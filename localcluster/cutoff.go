@@ -48,18 +48,19 @@ func (c *Cluster) Reconnect(ctx context.Context, node string) error {
 // BeginCutOff labels the node cut off without waiting for it to be reported
 // Ready=Unknown: to cut many nodes off at once and wait for them together.
 func (c *Cluster) BeginCutOff(ctx context.Context, node string) error {
-	return c.setLabel(ctx, node, CutOffLabel, "true")
+	return c.SetNodeLabel(ctx, node, CutOffLabel, "true")
 }
 
 // BeginReconnect removes the cut-off label without waiting for the node to
 // be Ready again.
 func (c *Cluster) BeginReconnect(ctx context.Context, node string) error {
-	return c.setLabel(ctx, node, CutOffLabel, nil)
+	return c.SetNodeLabel(ctx, node, CutOffLabel, nil)
 }
 
-// setLabel sets the node's label key to value, or removes it when value is
-// nil.
-func (c *Cluster) setLabel(ctx context.Context, node, key string, value any) error {
+// SetNodeLabel sets the node's label key to value, or removes it when value
+// is nil: the one way the harness marks nodes (cut off, joining), and the
+// bench its own marks (its agents' cut links).
+func (c *Cluster) SetNodeLabel(ctx context.Context, node, key string, value any) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: value}}})
 	if err != nil {
 		return fmt.Errorf("encoding the label patch: %w", err)

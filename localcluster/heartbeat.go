@@ -193,7 +193,7 @@ func (c *Cluster) joinLeases(ctx context.Context, names []string) error {
 			return ctx.Err()
 		case <-time.After(time.Until(at)):
 		}
-		if err := c.setLabel(ctx, name, joiningLabel, nil); err != nil {
+		if err := c.SetNodeLabel(ctx, name, joiningLabel, nil); err != nil {
 			return err
 		}
 	}

@@ -117,7 +117,7 @@ func (c *Cluster) holdBackFromLeases(ctx context.Context) ([]string, error) {
 		names[i] = nodes.Items[i].Name
 	}
 	errs := make([]error, len(names))
-	workqueue.ParallelizeUntil(ctx, joinParallelism, len(names), func(i int) { errs[i] = c.setLabel(ctx, names[i], joiningLabel, "true") })
+	workqueue.ParallelizeUntil(ctx, joinParallelism, len(names), func(i int) { errs[i] = c.SetNodeLabel(ctx, names[i], joiningLabel, "true") })
 	return names, errors.Join(errs...)
 }
 
