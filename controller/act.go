@@ -161,9 +161,15 @@ func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Ro
 	target := r.Target()
 	offers := offerCache{}
 	start := pullsOf(d)
+	deleting := make(map[types.UID]bool, len(d.Delete))
+	for _, take := range d.Delete {
+		deleting[take.Pod.UID] = true
+	}
 	var tasks []func(context.Context) error
 	for _, p := range c.podsOf(ds.UID) {
-		if p.Terminating {
+		// A pod on its way out is not written: its deletion, this
+		// decision's or another's, may land first.
+		if p.Terminating || deleting[p.UID] {
 			continue
 		}
 		if task := c.prePullTask(ds, target, r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node)); task != nil {
@@ -284,7 +290,7 @@ func (c *Controller) writeCondition(p *podRecord, kind writeKind, t corev1.PodCo
 	return func(ctx context.Context) error {
 		if _, err := podcondition.Write(ctx, c.client.CoreV1(), ref, was, cond, annotations, FieldManager); err != nil {
 			c.expect.writeFailed(ref.UID, kind)
-			return err
+			return ignoreGone(err)
 		}
 		c.metrics.conditionWritten(t)
 		return nil
@@ -299,7 +305,7 @@ func (c *Controller) writeAnnotation(p *podRecord, kind writeKind, key, value st
 	return func(ctx context.Context) error {
 		if _, err := podcondition.AnnotateRef(ctx, c.client.CoreV1(), ref, podcondition.Annotations{key: &value}, FieldManager); err != nil {
 			c.expect.writeFailed(ref.UID, kind)
-			return err
+			return ignoreGone(err)
 		}
 		return nil
 	}
@@ -337,6 +343,16 @@ func (c *Controller) record(p *decision.Pod) *podRecord {
 		return nil
 	}
 	return obj.(*podRecord)
+}
+
+// ignoreGone drops the error of a write on a pod that no longer exists:
+// there is nothing left to write, and its deletion event brings the sync
+// that sees it gone.
+func ignoreGone(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // nodesCount renders a count of nodes: "1 node", "3 nodes".

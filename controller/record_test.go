@@ -81,14 +81,29 @@ func TestForgedOfferWrittenBack(t *testing.T) {
 		p.ResourceVersion = "7"
 	})
 	f.update(moved)
-	f.clockAt(offeredAt.Add(2 * time.Hour))
+	f.clockAt(offeredAt.Add(time.Hour))
 	f.sync()
 	offers := f.offerPatches()["pod-0"]
 	if len(offers) == 0 || !offers[len(offers)-1].OfferedAt.Time.Equal(offeredAt) {
 		t.Errorf("got pod-0's offers %+v, want its copy rewritten with the recorded offer %s", offers, offeredAt)
 	}
+	if got := f.deletedPods(); len(got) != 0 {
+		t.Errorf("an hour before the recorded deadline: got %v deleted, want none", got)
+	}
+	// The copy is forged again: at the recorded deadline the pod is
+	// deleted, and not written on its way out.
+	f.update(newPod("pod-0", "node-0", oldHash, offeredFor(newHash), func(p *corev1.Pod) {
+		p.Annotations[rollout.OfferAnnotation] = `{"revision":"new222","offeredAt":"2099-01-01T00:00:00Z"}`
+		p.ResourceVersion = "8"
+	}))
+	f.clockAt(offeredAt.Add(2 * time.Hour))
+	f.client.ClearActions()
+	f.sync()
 	if got := f.deletedPods(); !slices.Equal(got, []string{"pod-0"}) {
 		t.Errorf("at the recorded deadline: got %v deleted, want [pod-0]", got)
+	}
+	if got := f.offerPatches()["pod-0"]; len(got) != 0 {
+		t.Errorf("got pod-0 written %d times in the sync that deletes it, want none", len(got))
 	}
 }
 
