@@ -71,7 +71,7 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 // writeStatuses runs pod status writes in parallel, saying FailedCondition
 // with the first failure when some fail.
 func (c *Controller) writeStatuses(ctx context.Context, ds *appsv1.DaemonSet, tasks []func(context.Context) error) error {
-	failed := runParallel(ctx, tasks)
+	failed := c.runParallel(ctx, tasks)
 	if len(failed) == 0 {
 		return nil
 	}
@@ -143,7 +143,7 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 		}
 	}
 	c.inBackground(ctx, key, func() error {
-		err := errors.Join(runParallel(ctx, tasks)...)
+		err := errors.Join(c.runParallel(ctx, tasks)...)
 		// The deletion times, after the deletions: the entries written
 		// ahead already hold the nodes; these start their clocks.
 		_, werr := c.records.Write(ctx, rec)

@@ -299,12 +299,20 @@ func (c *Controller) forgetTracker(key string) {
 	c.heartbeats.set(key, nil)
 }
 
-// runParallel runs the tasks on up to WriteParallelism goroutines and returns
-// the errors of those that failed, so that one sync spends the API budget
-// without serialising hundreds of round trips.
-func runParallel(ctx context.Context, tasks []func(context.Context) error) []error {
+// runParallel runs the tasks, each once it holds one of the controller's
+// WriteParallelism write slots, and returns the errors of those that failed,
+// so that one sync spends the API budget without serialising hundreds of
+// round trips, and all syncs together never hold more than the slots.
+func (c *Controller) runParallel(ctx context.Context, tasks []func(context.Context) error) []error {
 	errs := make([]error, len(tasks))
 	workqueue.ParallelizeUntil(ctx, WriteParallelism, len(tasks), func(i int) {
+		select {
+		case c.writeSlots <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+			return
+		}
+		defer func() { <-c.writeSlots }()
 		errs[i] = tasks[i](ctx)
 	})
 	failed := errs[:0]
