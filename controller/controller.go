@@ -132,7 +132,8 @@ const DaemonPodSelector = podTemplateGenerationLabel
 //     own namespace.
 //
 // Node Leases are not cached: the controller watches the Leases of the
-// nodes it waits on alone, one watch each (see heartbeats.go).
+// nodes it waits on alone, one watch each, or one for all while it waits on
+// a quarter of the fleet (see heartbeats.go).
 type Informers struct {
 	// Cluster serves DaemonSets, ControllerRevisions and Nodes.
 	Cluster informers.SharedInformerFactory

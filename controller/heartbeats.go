@@ -13,7 +13,8 @@ import (
 // 10 s; its Node status is written every 5 minutes. Watching every Lease
 // would cost the controller an event per node every 10 s whether or not
 // anything rolls (1,000 a second at 10,000 nodes), so the controller watches
-// only the Leases of the nodes it waits on, one watch each (package leases),
+// only the Leases of the nodes it waits on, one watch each (package leases;
+// one of every Lease while it waits on a quarter of the fleet),
 // and takes Node status heartbeats from the Node informer it needs anyway
 // for readiness (nodes without Leases keep working that way).
 

@@ -166,11 +166,12 @@ func (m *Metrics) leaseCounted(what string) {
 	}
 }
 
-// watchLeases exports how many node Leases are followed: one watch each.
+// watchLeases exports how many node Leases are followed: one watch each, or
+// one for all while many are.
 func (m *Metrics) watchLeases(w *leases.Watcher) {
 	m.registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "edgeota_controller_lease_watches",
-		Help: "Node Leases followed now, one watch each: the nodes a rollout waits on for proof of life.",
+		Help: "Node Leases followed now (one watch each, or one of every Lease while a quarter of the fleet is): the nodes a rollout waits on for proof of life.",
 	}, func() float64 { return float64(w.Followed()) }))
 }
 

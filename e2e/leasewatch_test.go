@@ -24,13 +24,28 @@ import (
 )
 
 // TestLeaseWatcherReportsEveryRenewal: on nodes that renew their Leases as
-// kubelets do (every 10 s), a leases.Watcher following 3 of 5 nodes reports
-// each node's current renewal, then every renewal that a plain watch of all
-// Leases sees for those nodes, over at least two renewal periods, each once,
-// and nothing for the 2 nodes it does not follow; a node stopped is reported
-// no more. It logs how long after the plain watch's event the Watcher's
-// report came (p50, max): informative only, speed is measured elsewhere.
+// kubelets do (every 10 s), a leases.Watcher following 3 of 5 nodes, a
+// watch by name each, reports each node's current renewal, then every
+// renewal that a plain watch of all Leases sees for those nodes, over at
+// least two renewal periods, each once, and nothing for the 2 nodes it does
+// not follow; a node stopped is reported no more. It logs how long after the
+// plain watch's event the Watcher's report came (p50, max): informative
+// only, speed is measured elsewhere.
 func TestLeaseWatcherReportsEveryRenewal(t *testing.T) {
+	testLeaseWatcher(t, false)
+}
+
+// TestWideLeaseWatchReportsEveryRenewal: the same, with the 3 nodes
+// followed by one watch of every Lease (WideAt 2, the fleet counted by
+// ListAll as the controller does at start), which must report exactly what
+// the watches by name do.
+func TestWideLeaseWatchReportsEveryRenewal(t *testing.T) {
+	testLeaseWatcher(t, true)
+}
+
+// testLeaseWatcher is TestLeaseWatcherReportsEveryRenewal, with one watch of
+// every Lease if wide.
+func testLeaseWatcher(t *testing.T, wide bool) {
 	const nodes = 5
 	e := newKubeletEnv(t, nodes)
 	names := allNodes(nodes)
@@ -74,11 +89,20 @@ func TestLeaseWatcherReportsEveryRenewal(t *testing.T) {
 	reported := newRenewalLog()
 	var countsMu sync.Mutex
 	counts := map[string]int{}
-	w := leases.NewWatcher(watcherClient, reported.add, leases.Options{Counted: func(what string) {
+	opts := leases.Options{Counted: func(what string) {
 		countsMu.Lock()
 		defer countsMu.Unlock()
 		counts[what]++
-	}})
+	}}
+	if wide {
+		opts.WideAt = 2
+	}
+	w := leases.NewWatcher(watcherClient, reported.add, opts)
+	if wide {
+		if err := w.ListAll(ctx, func(string, time.Time) {}); err != nil {
+			t.Fatalf("ListAll: %v", err)
+		}
+	}
 	for _, n := range followed {
 		w.Start(n)
 	}
@@ -100,6 +124,9 @@ func TestLeaseWatcherReportsEveryRenewal(t *testing.T) {
 		}
 		return len(first) == len(followed), fmt.Sprintf("reported: %v", slices.Sorted(maps.Keys(first))), nil
 	})
+	if got := w.Wide(); got != wide {
+		t.Fatalf("got one watch of every Lease %t, want %t", got, wide)
+	}
 	eventually(t, "three renewals of each followed node after its first report", func(context.Context) (bool, string, error) {
 		state := ""
 		done := true
@@ -196,8 +223,15 @@ func TestLeaseWatcherReportsEveryRenewal(t *testing.T) {
 	countsMu.Lock()
 	defer countsMu.Unlock()
 	t.Logf("counted: %v", counts)
-	if counts[leases.Missing] != 0 || counts[leases.Watched] < len(followed) {
-		t.Errorf("got counts %v, want no Lease missing and a watch for each of %d nodes", counts, len(followed))
+	if wide != w.Wide() {
+		t.Errorf("got one watch of every Lease %t after a Stop, want %t", w.Wide(), wide)
+	}
+	watches := len(followed) // one by name each
+	if wide {
+		watches = 1
+	}
+	if counts[leases.Missing] != 0 || counts[leases.Watched] < watches {
+		t.Errorf("got counts %v, want no Lease missing and at least %d watches", counts, watches)
 	}
 }
 

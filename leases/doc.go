@@ -35,6 +35,19 @@
 //
 // At most ListsAtOnce lists (default 32) are under way at once: a fresh
 // controller may start following hundreds of nodes in the same instant.
+//
+// # One watch for many
+//
+// While at least Options.WideAt nodes (default 100, one HTTP/2 connection's
+// streams) and at least a quarter of the fleet are followed, one list and
+// one watch of every Lease in the namespace replace the nodes' own (the
+// fleet is the count of ListAll's list, or of the wide list itself; before
+// any, no wide watch starts). It reports exactly what the nodes' own
+// watches would, for the followed nodes only: each one's renewTime when
+// following begins (a node started meanwhile is answered from the last
+// renewTimes seen, at once), then each change. Followed again by fewer than
+// half of either threshold, the nodes get their own watches back. On the
+// switch a node's current renewTime may be reported a second time.
 // Events for another object than the node's Lease are ignored, so the
 // selector is never trusted alone (client-go's fake clientset ignores it).
 //
@@ -63,7 +76,12 @@
 //     500 QPS start them all in about 6 s).
 //
 // Watching every Lease instead costs an event per node per renewal whether
-// or not anything rolls: 1,000 events a second at 10,000 nodes.
+// or not anything rolls: 1,000 events a second at 10,000 nodes. Hence the
+// wide watch only while a quarter of the fleet is followed, when it costs
+// at most four times the events of the nodes' own watches, and saves their
+// streams, connections and goroutines: a controller started on 500 nodes
+// just upgraded followed 350 at once, over a dozen new TLS connections.
+// (Measured: bench atrest, GODEBUG=gctrace=1 and goroutine profiles.)
 //
 // # What it does not do
 //

@@ -68,7 +68,16 @@ type Options struct {
 	// ListsAtOnce bounds the lists under way at once; zero means
 	// DefaultListsAtOnce.
 	ListsAtOnce int
+	// WideAt is the fewest nodes followed for which one watch of every
+	// Lease replaces their own watches (see the package doc); zero means
+	// DefaultWideAt.
+	WideAt int
 }
+
+// DefaultWideAt is Options.WideAt's default: one HTTP/2 connection's worth
+// of watches (the API server allows 100 streams on each). Below it, the
+// nodes' own watches cost less than any watch of the whole fleet.
+const DefaultWideAt = 100
 
 // Watcher follows the node Leases of the nodes it is asked to, one watch
 // each, and reports every renewal it sees. Proof of life needs a renewal
@@ -90,9 +99,18 @@ type Watcher struct {
 	// ended is set once Run's ctx ended: Start does nothing then.
 	ended bool
 	// followed maps each node followed to what stops its goroutine; nil
-	// until Run starts it.
+	// until Run starts it, and while the wide watch follows it.
 	followed map[string]context.CancelFunc
-	wg       sync.WaitGroup
+	// wide, while set, follows every node of followed with one watch of
+	// all the Leases, in place of their own.
+	wide *wide
+	// wideAt is Options.WideAt, or its default.
+	wideAt int
+	// fleet is how many node Leases the last complete list counted
+	// (ListAll's, or the wide watch's): zero while unknown, and then no
+	// wide watch is started, since the fleet it would deliver is unknown.
+	fleet int
+	wg    sync.WaitGroup
 }
 
 // NewWatcher returns a Watcher reading node Leases through client, which
@@ -112,6 +130,10 @@ func NewWatcher(client kubernetes.Interface, renew func(node string, renewed tim
 	if lists <= 0 {
 		lists = DefaultListsAtOnce
 	}
+	wideAt := opts.WideAt
+	if wideAt <= 0 {
+		wideAt = DefaultWideAt
+	}
 	return &Watcher{
 		leases:      client.CoordinationV1().Leases(corev1.NamespaceNodeLease),
 		renew:       renew,
@@ -120,6 +142,7 @@ func NewWatcher(client kubernetes.Interface, renew func(node string, renewed tim
 		backoffBase: backoffBase,
 		backoffCap:  backoffCap,
 		followed:    map[string]context.CancelFunc{},
+		wideAt:      wideAt,
 	}
 }
 
@@ -142,6 +165,7 @@ const ListAllPageSize = 500
 // report is not ordered with the renew callback's calls.
 func (w *Watcher) ListAll(ctx context.Context, report func(node string, renewed time.Time)) error {
 	opts := metav1.ListOptions{Limit: ListAllPageSize}
+	counted := 0
 	for {
 		lctx, cancel := context.WithTimeout(ctx, listTimeout)
 		w.counted(Listed)
@@ -151,6 +175,7 @@ func (w *Watcher) ListAll(ctx context.Context, report func(node string, renewed 
 			w.counted(Failed)
 			return fmt.Errorf("listing the node Leases in %s: %w", corev1.NamespaceNodeLease, err)
 		}
+		counted += len(list.Items)
 		for i := range list.Items {
 			lease := &list.Items[i]
 			if lease.Spec.RenewTime != nil {
@@ -158,6 +183,9 @@ func (w *Watcher) ListAll(ctx context.Context, report func(node string, renewed 
 			}
 		}
 		if list.Continue == "" {
+			w.mu.Lock()
+			w.fleet = counted
+			w.mu.Unlock()
 			return nil
 		}
 		opts.Continue = list.Continue
@@ -174,8 +202,10 @@ func (w *Watcher) Run(ctx context.Context) {
 		panic("leases: Watcher.Run called twice")
 	}
 	w.ctx = ctx
-	for node, cancel := range w.followed {
-		if cancel == nil {
+	if w.wideWantedLocked() {
+		w.goWideLocked()
+	} else {
+		for node := range w.followed {
 			w.followLocked(node)
 		}
 	}
@@ -205,7 +235,15 @@ func (w *Watcher) Start(node string) {
 		w.followed[node] = nil
 		return
 	}
+	if w.wide != nil {
+		w.followed[node] = nil
+		w.wide.started(node)
+		return
+	}
 	w.followLocked(node)
+	if w.wideWantedLocked() {
+		w.goWideLocked()
+	}
 }
 
 // Stop stops following the node's Lease: its watch ends, and no renewal is
@@ -219,6 +257,71 @@ func (w *Watcher) Stop(node string) {
 		cancel()
 	}
 	delete(w.followed, node)
+	if w.wide != nil && w.narrowWantedLocked() {
+		w.goNarrowLocked()
+	}
+}
+
+// Wide reports whether one watch of every Lease follows the nodes now, in
+// place of their own watches.
+func (w *Watcher) Wide() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.wide != nil
+}
+
+// wideWantedLocked reports whether the nodes followed cost more in watches
+// of their own than one watch of every Lease: at least wideAt of them, and
+// at least a quarter of the fleet, whose every renewal the wide watch
+// delivers. w.mu is held.
+func (w *Watcher) wideWantedLocked() bool {
+	n := len(w.followed)
+	return w.fleet > 0 && n >= w.wideAt && 4*n >= w.fleet
+}
+
+// narrowWantedLocked reports whether the wide watch should give way to the
+// nodes' own watches again: half the thresholds that started it, so that a
+// count hovering at one does not switch back and forth. w.mu is held.
+func (w *Watcher) narrowWantedLocked() bool {
+	n := len(w.followed)
+	return 2*n < w.wideAt || 8*n < w.fleet
+}
+
+// goWideLocked stops every node's own watch and starts the wide one, which
+// reports each node's current renewTime again; w.mu is held and Run
+// started.
+func (w *Watcher) goWideLocked() {
+	for node, cancel := range w.followed {
+		if cancel != nil {
+			cancel()
+		}
+		w.followed[node] = nil
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	wd := &wide{w: w, cancel: cancel, logger: klog.FromContext(ctx).WithValues("namespace", corev1.NamespaceNodeLease),
+		renewals: map[string]time.Time{}, reported: map[string]time.Time{}, missing: map[string]bool{}, wake: make(chan struct{}, 1)}
+	w.wide = wd
+	wd.logger.V(2).Info("Following the nodes with one watch of every Lease", "nodes", len(w.followed), "leases", w.fleet)
+	w.wg.Go(func() { w.loop(ctx, wd, wd.logger) })
+}
+
+// goNarrowLocked stops the wide watch and gives each node followed its own
+// again; w.mu is held.
+func (w *Watcher) goNarrowLocked() {
+	w.wide.cancel()
+	w.wide.logger.V(2).Info("Following the nodes with a watch each again", "nodes", len(w.followed), "leases", w.fleet)
+	w.wide = nil
+	for node := range w.followed {
+		w.followLocked(node)
+	}
+}
+
+// isFollowed reports whether the node is followed.
+func (w *Watcher) isFollowed(node string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.followed[node]
+	return ok
 }
 
 // Followed is the number of nodes followed (started and not stopped): the
@@ -249,15 +352,37 @@ type follower struct {
 	missing bool
 }
 
+// A source is what loop lists and watches: one node's Lease (follower) or
+// every Lease (wide).
+type source interface {
+	// list reports what it found and returns the resourceVersion to watch
+	// from.
+	list(ctx context.Context) (string, error)
+	// watch reports what the watch from rv delivers until it ends or ctx
+	// does, and returns whether it delivered anything, and an error unless
+	// the watch was closed or expired, which a new list settles.
+	watch(ctx context.Context, rv string) (delivered bool, err error)
+}
+
 // run lists and watches the node's Lease until ctx ends.
 func (f *follower) run(ctx context.Context) {
 	f.logger.V(4).Info("Following the node's Lease")
 	defer f.logger.V(4).Info("Stopped following the node's Lease")
-	backoff := f.w.backoffBase
+	f.w.loop(ctx, f, f.logger)
+}
+
+// loop lists and watches src until ctx ends: a list, then a watch from its
+// resourceVersion, and again when the watch ends. After a failed list or
+// watch (each counted Failed), or a watch that ended without delivering
+// anything, it waits backoffBase, doubling up to backoffCap (plus up to a
+// quarter of jitter): it never spins. A watch that delivers resets the wait.
+func (w *Watcher) loop(ctx context.Context, src source, logger klog.Logger) {
+	base, most := w.backoffBase, w.backoffCap
+	backoff := base
 	// retry waits before the next list, and doubles the next wait.
 	retry := func() bool {
 		d := backoff + rand.N(backoff/4+1)
-		backoff = min(2*backoff, f.w.backoffCap)
+		backoff = min(2*backoff, most)
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -268,36 +393,36 @@ func (f *follower) run(ctx context.Context) {
 		}
 	}
 	for ctx.Err() == nil {
-		rv, err := f.list(ctx)
+		rv, err := src.list(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			f.w.counted(Failed)
-			f.logger.V(2).Info("Listing the node's Lease failed; retrying", "err", err, "after", backoff)
+			w.counted(Failed)
+			logger.V(2).Info("Listing the Lease failed; retrying", "err", err, "after", backoff)
 			if !retry() {
 				return
 			}
 			continue
 		}
-		delivered, err := f.watch(ctx, rv)
+		delivered, err := src.watch(ctx, rv)
 		if ctx.Err() != nil {
 			return
 		}
 		if delivered {
-			backoff = f.w.backoffBase
+			backoff = base
 		}
 		switch {
 		case err != nil:
-			f.w.counted(Failed)
-			f.logger.V(2).Info("Watching the node's Lease failed; listing again", "err", err, "after", backoff)
+			w.counted(Failed)
+			logger.V(2).Info("Watching the Lease failed; listing again", "err", err, "after", backoff)
 		case delivered:
 			continue
 		default:
 			// A watch that ended before delivering anything: a quiet
 			// Lease's timeout, or a server that closes watches at once.
 			// Either way, never list and watch in a tight loop.
-			f.logger.V(4).Info("The node's Lease watch ended without events; listing again", "after", backoff)
+			logger.V(4).Info("The Lease watch ended without events; listing again", "after", backoff)
 		}
 		if !retry() {
 			return

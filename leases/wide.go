@@ -1,0 +1,206 @@
+package leases
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// wide follows every node the Watcher follows with one list and one watch
+// of all the node Leases, while so many nodes are followed that their own
+// watches would cost more (see Watcher.wideWantedLocked). It reports what a
+// follower would: each node's renewTime when following it begins, then
+// each renewTime that differs from the last reported, and a node without a
+// Lease as Missing, once.
+type wide struct {
+	w      *Watcher
+	cancel context.CancelFunc
+	logger klog.Logger
+
+	// Owned by the wide goroutine. renewals holds every Lease's renewTime
+	// as last listed or watched (zero for a Lease without one), so that a
+	// node started while the watch runs is reported at once; reported, the
+	// renewTime last reported for each node; missing, the nodes known to
+	// have no Lease.
+	renewals map[string]time.Time
+	reported map[string]time.Time
+	missing  map[string]bool
+
+	// pending holds the nodes started since the goroutine last looked,
+	// under mu; wake tells it there are some.
+	mu      sync.Mutex
+	pending []string
+	wake    chan struct{}
+}
+
+// started has the node's current renewTime reported, from the goroutine.
+// It never blocks: Start calls it holding the Watcher's lock.
+func (wd *wide) started(node string) {
+	wd.mu.Lock()
+	wd.pending = append(wd.pending, node)
+	wd.mu.Unlock()
+	select {
+	case wd.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takePending returns the nodes started since the last call.
+func (wd *wide) takePending() []string {
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	nodes := wd.pending
+	wd.pending = nil
+	return nodes
+}
+
+// list reads every node Lease from the watch cache, reports each followed
+// node's renewTime, and returns the resourceVersion to watch from.
+func (wd *wide) list(ctx context.Context) (string, error) {
+	select {
+	case wd.w.lists <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	wd.w.counted(Listed)
+	list, err := wd.w.leases.List(lctx, metav1.ListOptions{ResourceVersion: "0"})
+	cancel()
+	<-wd.w.lists
+	if err != nil {
+		return "", fmt.Errorf("listing the node Leases in %s: %w", corev1.NamespaceNodeLease, err)
+	}
+	renewals := make(map[string]time.Time, len(list.Items))
+	for i := range list.Items {
+		if lease := &list.Items[i]; inNamespace(lease) {
+			renewals[lease.Name] = renewTime(lease)
+		}
+	}
+	wd.renewals = renewals
+	wd.w.mu.Lock()
+	wd.w.fleet = len(renewals)
+	followed := make([]string, 0, len(wd.w.followed))
+	for node := range wd.w.followed {
+		followed = append(followed, node)
+	}
+	// The nodes started so far are all reported below; taken under the
+	// Watcher's lock, as Start adds them, so that none falls between.
+	wd.takePending()
+	wd.w.mu.Unlock()
+	reported := make(map[string]time.Time, len(followed))
+	for _, node := range followed {
+		if t, ok := wd.reported[node]; ok {
+			reported[node] = t
+		}
+	}
+	wd.reported = reported
+	for _, node := range followed {
+		wd.report(ctx, node)
+	}
+	return list.ResourceVersion, nil
+}
+
+// watch watches every node Lease from resourceVersion rv and reports what
+// it delivers for the nodes followed, and the current renewTime of each node
+// started meanwhile, until the watch ends or ctx does.
+func (wd *wide) watch(ctx context.Context, rv string) (delivered bool, err error) {
+	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
+	wi, err := wd.w.leases.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: &timeout})
+	if err != nil {
+		if expired(err) {
+			wd.logger.V(4).Info("The Lease watch expired; listing again", "resourceVersion", rv)
+			return false, nil
+		}
+		return false, fmt.Errorf("watching the node Leases in %s from resourceVersion %s: %w", corev1.NamespaceNodeLease, rv, err)
+	}
+	defer wi.Stop()
+	wd.w.counted(Watched)
+	for {
+		select {
+		case <-ctx.Done():
+			return delivered, nil
+		case <-wd.wake:
+			for _, node := range wd.takePending() {
+				delete(wd.reported, node) // followed again: reported again
+				wd.report(ctx, node)
+			}
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return delivered, nil
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				if lease, ok := ev.Object.(*coordinationv1.Lease); ok && inNamespace(lease) {
+					delivered = true
+					wd.renewals[lease.Name] = renewTime(lease)
+					wd.report(ctx, lease.Name)
+				}
+			case watch.Deleted:
+				if lease, ok := ev.Object.(*coordinationv1.Lease); ok && inNamespace(lease) {
+					delivered = true
+					delete(wd.renewals, lease.Name)
+					wd.report(ctx, lease.Name)
+				}
+			case watch.Error:
+				err := apierrors.FromObject(ev.Object)
+				if expired(err) {
+					wd.logger.V(4).Info("The Lease watch expired; listing again", "err", err)
+					return delivered, nil
+				}
+				return delivered, fmt.Errorf("watching the node Leases in %s: %w", corev1.NamespaceNodeLease, err)
+			}
+		}
+	}
+}
+
+// report reports the node's renewTime as last seen, if the node is
+// followed and it differs from the last reported, or that the node has no
+// Lease, once until one appears.
+func (wd *wide) report(ctx context.Context, node string) {
+	renewed, exists := wd.renewals[node]
+	if !wd.w.isFollowed(node) || ctx.Err() != nil {
+		return
+	}
+	if !exists {
+		delete(wd.reported, node)
+		if !wd.missing[node] {
+			wd.missing[node] = true
+			wd.w.counted(Missing)
+			wd.logger.V(2).Info("The node has no Lease; its proof of life must come from its Node status", "node", node)
+		}
+		return
+	}
+	if wd.missing[node] {
+		delete(wd.missing, node)
+		wd.logger.V(2).Info("The node's Lease appeared", "node", node)
+	}
+	if last, ok := wd.reported[node]; renewed.IsZero() || ok && last.Equal(renewed) {
+		return
+	}
+	wd.reported[node] = renewed
+	wd.w.counted(Renewed)
+	wd.w.renew(node, renewed)
+}
+
+// inNamespace reports whether lease is a node Lease: the watch's namespace
+// is never trusted alone.
+func inNamespace(lease *coordinationv1.Lease) bool {
+	return lease.Namespace == "" || lease.Namespace == corev1.NamespaceNodeLease
+}
+
+// renewTime is the Lease's renewTime, zero if it has none.
+func renewTime(lease *coordinationv1.Lease) time.Time {
+	if lease.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return lease.Spec.RenewTime.Time
+}
