@@ -438,16 +438,7 @@ func (f *follower) selector() string {
 // list reads the node's Lease from the watch cache, reports what it found,
 // and returns the resourceVersion to watch from.
 func (f *follower) list(ctx context.Context) (string, error) {
-	select {
-	case f.w.lists <- struct{}{}:
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	lctx, cancel := context.WithTimeout(ctx, listTimeout)
-	f.w.counted(Listed)
-	list, err := f.w.leases.List(lctx, metav1.ListOptions{FieldSelector: f.selector(), ResourceVersion: "0"})
-	cancel()
-	<-f.w.lists
+	list, err := f.w.listLeases(ctx, f.selector())
 	if err != nil {
 		return "", fmt.Errorf("listing the Lease of node %s: %w", f.node, err)
 	}
@@ -462,50 +453,86 @@ func (f *follower) list(ctx context.Context) (string, error) {
 }
 
 // watch watches the node's Lease from resourceVersion rv and reports what
-// it delivers, until the watch ends or ctx does. It returns whether the
-// watch delivered anything, and an error unless the watch was closed or
-// expired, which a new list settles.
+// it delivers (see Watcher.watchLeases).
 func (f *follower) watch(ctx context.Context, rv string) (delivered bool, err error) {
+	delivered, err = f.w.watchLeases(ctx, f.selector(), rv, f.logger, func(t watch.EventType, lease *coordinationv1.Lease) bool {
+		if !f.mine(lease) {
+			return false
+		}
+		if t == watch.Deleted {
+			f.gone()
+		} else {
+			f.seen(ctx, lease)
+		}
+		return true
+	}, nil, nil)
+	if err != nil {
+		return delivered, fmt.Errorf("watching the Lease of node %s: %w", f.node, err)
+	}
+	return delivered, nil
+}
+
+// listLeases lists the node Leases the field selector selects (empty: all)
+// from the API server's watch cache (resourceVersion "0"), within
+// listTimeout, once it holds one of the ListsAtOnce places; counted as
+// Listed.
+func (w *Watcher) listLeases(ctx context.Context, selector string) (*coordinationv1.LeaseList, error) {
+	select {
+	case w.lists <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-w.lists }()
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	w.counted(Listed)
+	return w.leases.List(lctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: "0"})
+}
+
+// watchLeases watches the node Leases the field selector selects (empty:
+// all) from resourceVersion rv, asking the server to end the watch after
+// 5-10 min, and hands the Lease of each ADDED, MODIFIED or DELETED event to
+// handle, which says whether it delivered anything; each time wake fires
+// (a nil channel never does) it calls woken. It returns once the watch ends
+// or ctx does: whether anything was delivered, and an error unless the
+// watch was closed or expired, which a new list settles. A watch started is
+// counted as Watched.
+func (w *Watcher) watchLeases(ctx context.Context, selector, rv string, logger klog.Logger,
+	handle func(watch.EventType, *coordinationv1.Lease) bool, wake <-chan struct{}, woken func()) (delivered bool, err error) {
 	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
-	wi, err := f.w.leases.Watch(ctx, metav1.ListOptions{FieldSelector: f.selector(), ResourceVersion: rv, TimeoutSeconds: &timeout})
+	wi, err := w.leases.Watch(ctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: rv, TimeoutSeconds: &timeout})
 	if err != nil {
 		if expired(err) {
-			f.logger.V(4).Info("The node's Lease watch expired; listing again", "resourceVersion", rv)
+			logger.V(4).Info("The Lease watch expired; listing again", "resourceVersion", rv)
 			return false, nil
 		}
-		return false, fmt.Errorf("watching the Lease of node %s from resourceVersion %s: %w", f.node, rv, err)
+		return false, fmt.Errorf("from resourceVersion %s: %w", rv, err)
 	}
 	defer wi.Stop()
-	f.w.counted(Watched)
+	w.counted(Watched)
 	for {
-		var ev watch.Event
-		var ok bool
 		select {
 		case <-ctx.Done():
 			return delivered, nil
-		case ev, ok = <-wi.ResultChan():
-		}
-		if !ok {
-			return delivered, nil
-		}
-		switch ev.Type {
-		case watch.Added, watch.Modified:
-			if lease, ok := ev.Object.(*coordinationv1.Lease); ok && f.mine(lease) {
-				delivered = true
-				f.seen(ctx, lease)
-			}
-		case watch.Deleted:
-			if lease, ok := ev.Object.(*coordinationv1.Lease); ok && f.mine(lease) {
-				delivered = true
-				f.gone()
-			}
-		case watch.Error:
-			err := apierrors.FromObject(ev.Object)
-			if expired(err) {
-				f.logger.V(4).Info("The node's Lease watch expired; listing again", "err", err)
+		case <-wake:
+			woken()
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
 				return delivered, nil
 			}
-			return delivered, fmt.Errorf("watching the Lease of node %s: %w", f.node, err)
+			switch ev.Type {
+			case watch.Added, watch.Modified, watch.Deleted:
+				if lease, ok := ev.Object.(*coordinationv1.Lease); ok && handle(ev.Type, lease) {
+					delivered = true
+				}
+			case watch.Error:
+				err := apierrors.FromObject(ev.Object)
+				if expired(err) {
+					logger.V(4).Info("The Lease watch expired; listing again", "err", err)
+					return delivered, nil
+				}
+				return delivered, err
+			}
 		}
 	}
 }
@@ -513,7 +540,7 @@ func (f *follower) watch(ctx context.Context, rv string) (delivered bool, err er
 // mine reports whether lease is the node's: the field selector is never
 // trusted alone.
 func (f *follower) mine(lease *coordinationv1.Lease) bool {
-	return lease.Name == f.node && (lease.Namespace == "" || lease.Namespace == corev1.NamespaceNodeLease)
+	return lease.Name == f.node && inNamespace(lease)
 }
 
 // seen reports the Lease's renewTime unless it was the last reported.

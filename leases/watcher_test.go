@@ -135,6 +135,17 @@ func (f *fixture) next() report {
 	}
 }
 
+// wantNoReport checks that no report is waiting, saying when none should
+// have come.
+func (f *fixture) wantNoReport(when string) {
+	f.t.Helper()
+	select {
+	case r := <-f.reports:
+		f.t.Errorf("got report %v %s, want none", r, when)
+	default:
+	}
+}
+
 // want takes the next report and checks it.
 func (f *fixture) want(node string, renewed time.Time) {
 	f.t.Helper()
@@ -289,11 +300,7 @@ func TestStopEndsReports(t *testing.T) {
 	f.renew("n1", renewal(10))
 	f.renew("n2", renewal(11))
 	f.want("n2", renewal(11))
-	select {
-	case r := <-f.reports:
-		t.Errorf("got report %v after n1 was stopped, want none", r)
-	default:
-	}
+	f.wantNoReport("after n1 was stopped")
 
 	f.w.Start("n1") // followed again: its current renewTime is reported again
 	f.want("n1", renewal(10))
@@ -527,11 +534,7 @@ func TestRunReturnsOnceItsContextEnds(t *testing.T) {
 	if got := f.w.Followed(); got != 3 {
 		t.Errorf("got %d nodes followed after Run returned and n4 was started, want 3: Start does nothing then", got)
 	}
-	select {
-	case r := <-f.reports:
-		t.Errorf("got report %v after Run returned, want none", r)
-	default:
-	}
+	f.wantNoReport("after Run returned")
 }
 
 // TestListAllReadsEveryPage: ListAll follows the list's continue tokens to

@@ -3,14 +3,11 @@ package leases
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 )
@@ -66,16 +63,7 @@ func (wd *wide) takePending() []string {
 // list reads every node Lease from the watch cache, reports each followed
 // node's renewTime, and returns the resourceVersion to watch from.
 func (wd *wide) list(ctx context.Context) (string, error) {
-	select {
-	case wd.w.lists <- struct{}{}:
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	lctx, cancel := context.WithTimeout(ctx, listTimeout)
-	wd.w.counted(Listed)
-	list, err := wd.w.leases.List(lctx, metav1.ListOptions{ResourceVersion: "0"})
-	cancel()
-	<-wd.w.lists
+	list, err := wd.w.listLeases(ctx, "")
 	if err != nil {
 		return "", fmt.Errorf("listing the node Leases in %s: %w", corev1.NamespaceNodeLease, err)
 	}
@@ -111,55 +99,29 @@ func (wd *wide) list(ctx context.Context) (string, error) {
 
 // watch watches every node Lease from resourceVersion rv and reports what
 // it delivers for the nodes followed, and the current renewTime of each node
-// started meanwhile, until the watch ends or ctx does.
+// started meanwhile (see Watcher.watchLeases).
 func (wd *wide) watch(ctx context.Context, rv string) (delivered bool, err error) {
-	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
-	wi, err := wd.w.leases.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: &timeout})
+	delivered, err = wd.w.watchLeases(ctx, "", rv, wd.logger, func(t watch.EventType, lease *coordinationv1.Lease) bool {
+		if !inNamespace(lease) {
+			return false
+		}
+		if t == watch.Deleted {
+			delete(wd.renewals, lease.Name)
+		} else {
+			wd.renewals[lease.Name] = renewTime(lease)
+		}
+		wd.report(ctx, lease.Name)
+		return true
+	}, wd.wake, func() {
+		for _, node := range wd.takePending() {
+			delete(wd.reported, node) // followed again: reported again
+			wd.report(ctx, node)
+		}
+	})
 	if err != nil {
-		if expired(err) {
-			wd.logger.V(4).Info("The Lease watch expired; listing again", "resourceVersion", rv)
-			return false, nil
-		}
-		return false, fmt.Errorf("watching the node Leases in %s from resourceVersion %s: %w", corev1.NamespaceNodeLease, rv, err)
+		return delivered, fmt.Errorf("watching the node Leases in %s: %w", corev1.NamespaceNodeLease, err)
 	}
-	defer wi.Stop()
-	wd.w.counted(Watched)
-	for {
-		select {
-		case <-ctx.Done():
-			return delivered, nil
-		case <-wd.wake:
-			for _, node := range wd.takePending() {
-				delete(wd.reported, node) // followed again: reported again
-				wd.report(ctx, node)
-			}
-		case ev, ok := <-wi.ResultChan():
-			if !ok {
-				return delivered, nil
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				if lease, ok := ev.Object.(*coordinationv1.Lease); ok && inNamespace(lease) {
-					delivered = true
-					wd.renewals[lease.Name] = renewTime(lease)
-					wd.report(ctx, lease.Name)
-				}
-			case watch.Deleted:
-				if lease, ok := ev.Object.(*coordinationv1.Lease); ok && inNamespace(lease) {
-					delivered = true
-					delete(wd.renewals, lease.Name)
-					wd.report(ctx, lease.Name)
-				}
-			case watch.Error:
-				err := apierrors.FromObject(ev.Object)
-				if expired(err) {
-					wd.logger.V(4).Info("The Lease watch expired; listing again", "err", err)
-					return delivered, nil
-				}
-				return delivered, fmt.Errorf("watching the node Leases in %s: %w", corev1.NamespaceNodeLease, err)
-			}
-		}
-	}
+	return delivered, nil
 }
 
 // report reports the node's renewTime as last seen, if the node is

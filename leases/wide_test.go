@@ -86,11 +86,7 @@ func TestManyNodesFollowedShareOneWatch(t *testing.T) {
 	if got := watches.last(); got != "" {
 		t.Errorf("got the last watch selecting %q, want every Lease", got)
 	}
-	select {
-	case r := <-f.reports:
-		t.Errorf("got report %v, want none for a node not followed", r)
-	default:
-	}
+	f.wantNoReport("for a node not followed")
 }
 
 // TestTheWideWatchGivesWayWhenFewAreFollowed: stopped down to below half the
