@@ -299,7 +299,7 @@ func (w *Watcher) goWideLocked() {
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	wd := &wide{w: w, cancel: cancel, logger: klog.FromContext(ctx).WithValues("namespace", corev1.NamespaceNodeLease),
-		renewals: map[string]time.Time{}, reported: map[string]time.Time{}, missing: map[string]bool{}, wake: make(chan struct{}, 1)}
+		renewals: map[string]time.Time{}, nodes: map[string]*reporter{}, wake: make(chan struct{}, 1)}
 	w.wide = wd
 	wd.logger.V(2).Info("Following the nodes with one watch of every Lease", "nodes", len(w.followed), "leases", w.fleet)
 	w.wg.Go(func() { w.loop(ctx, wd, wd.logger) })
@@ -336,13 +336,21 @@ func (w *Watcher) Followed() int {
 func (w *Watcher) followLocked(node string) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.followed[node] = cancel
-	f := &follower{w: w, node: node, logger: klog.FromContext(ctx).WithValues("node", node)}
+	f := &follower{w: w, reporter: reporter{node: node, logger: klog.FromContext(ctx).WithValues("node", node)}}
 	w.wg.Go(func() { f.run(ctx) })
 }
 
 // follower follows one node's Lease, in one goroutine.
 type follower struct {
-	w      *Watcher
+	w *Watcher
+	reporter
+}
+
+// reporter is what one followed node's reports are: each renewTime that
+// differs from the last reported, and the node's having no Lease, once
+// until one appears. The watch by name and the wide watch both report
+// through it.
+type reporter struct {
 	node   string
 	logger klog.Logger
 	// last is the renewTime last reported, zero before the first and after
@@ -377,12 +385,11 @@ func (f *follower) run(ctx context.Context) {
 // anything, it waits backoffBase, doubling up to backoffCap (plus up to a
 // quarter of jitter): it never spins. A watch that delivers resets the wait.
 func (w *Watcher) loop(ctx context.Context, src source, logger klog.Logger) {
-	base, most := w.backoffBase, w.backoffCap
-	backoff := base
+	backoff := w.backoffBase
 	// retry waits before the next list, and doubles the next wait.
 	retry := func() bool {
 		d := backoff + rand.N(backoff/4+1)
-		backoff = min(2*backoff, most)
+		backoff = min(2*backoff, w.backoffCap)
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -410,7 +417,7 @@ func (w *Watcher) loop(ctx context.Context, src source, logger klog.Logger) {
 			return
 		}
 		if delivered {
-			backoff = base
+			backoff = w.backoffBase
 		}
 		switch {
 		case err != nil:
@@ -444,11 +451,11 @@ func (f *follower) list(ctx context.Context) (string, error) {
 	}
 	for i := range list.Items {
 		if f.mine(&list.Items[i]) {
-			f.seen(ctx, &list.Items[i])
+			f.seen(ctx, f.w, renewTime(&list.Items[i]))
 			return list.ResourceVersion, nil
 		}
 	}
-	f.gone()
+	f.gone(f.w)
 	return list.ResourceVersion, nil
 }
 
@@ -460,9 +467,9 @@ func (f *follower) watch(ctx context.Context, rv string) (delivered bool, err er
 			return false
 		}
 		if t == watch.Deleted {
-			f.gone()
+			f.gone(f.w)
 		} else {
-			f.seen(ctx, lease)
+			f.seen(ctx, f.w, renewTime(lease))
 		}
 		return true
 	}, nil, nil)
@@ -543,34 +550,31 @@ func (f *follower) mine(lease *coordinationv1.Lease) bool {
 	return lease.Name == f.node && inNamespace(lease)
 }
 
-// seen reports the Lease's renewTime unless it was the last reported.
-func (f *follower) seen(ctx context.Context, lease *coordinationv1.Lease) {
-	if f.missing {
-		f.missing = false
-		f.logger.V(2).Info("The node's Lease appeared")
+// seen reports the node's Lease renewed at renewed (zero: a Lease without
+// a renewTime, which reports nothing) unless it was the last reported.
+func (r *reporter) seen(ctx context.Context, w *Watcher, renewed time.Time) {
+	if r.missing {
+		r.missing = false
+		r.logger.V(2).Info("The node's Lease appeared")
 	}
-	if lease.Spec.RenewTime == nil {
+	if renewed.IsZero() || renewed.Equal(r.last) || ctx.Err() != nil {
 		return
 	}
-	renewed := lease.Spec.RenewTime.Time
-	if renewed.Equal(f.last) || ctx.Err() != nil {
-		return
-	}
-	f.last = renewed
-	f.w.counted(Renewed)
-	f.w.renew(f.node, renewed)
+	r.last = renewed
+	w.counted(Renewed)
+	w.renew(r.node, renewed)
 }
 
 // gone records that the node has no Lease, counting it once until one
 // appears.
-func (f *follower) gone() {
-	f.last = time.Time{}
-	if f.missing {
+func (r *reporter) gone(w *Watcher) {
+	r.last = time.Time{}
+	if r.missing {
 		return
 	}
-	f.missing = true
-	f.w.counted(Missing)
-	f.logger.V(2).Info("The node has no Lease; its proof of life must come from its Node status")
+	r.missing = true
+	w.counted(Missing)
+	r.logger.V(2).Info("The node has no Lease; its proof of life must come from its Node status")
 }
 
 // expired reports whether err says the resourceVersion watched from is gone

@@ -25,12 +25,10 @@ type wide struct {
 
 	// Owned by the wide goroutine. renewals holds every Lease's renewTime
 	// as last listed or watched (zero for a Lease without one), so that a
-	// node started while the watch runs is reported at once; reported, the
-	// renewTime last reported for each node; missing, the nodes known to
-	// have no Lease.
+	// node started while the watch runs is reported at once; nodes, the
+	// reports of each node followed.
 	renewals map[string]time.Time
-	reported map[string]time.Time
-	missing  map[string]bool
+	nodes    map[string]*reporter
 
 	// pending holds the nodes started since the goroutine last looked,
 	// under mu; wake tells it there are some.
@@ -84,13 +82,13 @@ func (wd *wide) list(ctx context.Context) (string, error) {
 	// Watcher's lock, as Start adds them, so that none falls between.
 	wd.takePending()
 	wd.w.mu.Unlock()
-	reported := make(map[string]time.Time, len(followed))
+	nodes := make(map[string]*reporter, len(followed))
 	for _, node := range followed {
-		if t, ok := wd.reported[node]; ok {
-			reported[node] = t
+		if r, ok := wd.nodes[node]; ok {
+			nodes[node] = r
 		}
 	}
-	wd.reported = reported
+	wd.nodes = nodes
 	for _, node := range followed {
 		wd.report(ctx, node)
 	}
@@ -114,7 +112,7 @@ func (wd *wide) watch(ctx context.Context, rv string) (delivered bool, err error
 		return true
 	}, wd.wake, func() {
 		for _, node := range wd.takePending() {
-			delete(wd.reported, node) // followed again: reported again
+			delete(wd.nodes, node) // followed again: reported again
 			wd.report(ctx, node)
 		}
 	})
@@ -124,33 +122,22 @@ func (wd *wide) watch(ctx context.Context, rv string) (delivered bool, err error
 	return delivered, nil
 }
 
-// report reports the node's renewTime as last seen, if the node is
-// followed and it differs from the last reported, or that the node has no
-// Lease, once until one appears.
+// report reports the node's renewTime as last seen, or that it has no
+// Lease, as its reporter says, if the node is followed.
 func (wd *wide) report(ctx context.Context, node string) {
-	renewed, exists := wd.renewals[node]
 	if !wd.w.isFollowed(node) || ctx.Err() != nil {
 		return
 	}
-	if !exists {
-		delete(wd.reported, node)
-		if !wd.missing[node] {
-			wd.missing[node] = true
-			wd.w.counted(Missing)
-			wd.logger.V(2).Info("The node has no Lease; its proof of life must come from its Node status", "node", node)
-		}
-		return
+	r := wd.nodes[node]
+	if r == nil {
+		r = &reporter{node: node, logger: wd.logger.WithValues("node", node)}
+		wd.nodes[node] = r
 	}
-	if wd.missing[node] {
-		delete(wd.missing, node)
-		wd.logger.V(2).Info("The node's Lease appeared", "node", node)
+	if renewed, ok := wd.renewals[node]; ok {
+		r.seen(ctx, wd.w, renewed)
+	} else {
+		r.gone(wd.w)
 	}
-	if last, ok := wd.reported[node]; renewed.IsZero() || ok && last.Equal(renewed) {
-		return
-	}
-	wd.reported[node] = renewed
-	wd.w.counted(Renewed)
-	wd.w.renew(node, renewed)
 }
 
 // inNamespace reports whether lease is a node Lease: the watch's namespace
