@@ -161,15 +161,12 @@ func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Ro
 	target := r.Target()
 	offers := offerCache{}
 	start := pullsOf(d)
-	deleting := make(map[types.UID]bool, len(d.Delete))
-	for _, take := range d.Delete {
-		deleting[take.Pod.UID] = true
-	}
 	var tasks []func(context.Context) error
 	for _, p := range c.podsOf(ds.UID) {
 		// A pod on its way out is not written: its deletion, this
-		// decision's or another's, may land first.
-		if p.Terminating || deleting[p.UID] {
+		// decision's (deleteOldPods expected it already) or an earlier
+		// one's, may land first.
+		if p.Terminating || c.expect.deletes(t.key, p.Node, p.UID) {
 			continue
 		}
 		if task := c.prePullTask(ds, target, r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node)); task != nil {

@@ -123,6 +123,15 @@ func (e *expectations) deletingOnNode(key, node string) bool {
 	return ok
 }
 
+// deletes reports whether the deletion of the pod on the node is expected:
+// sent, or about to be, by this sync or an earlier one, and not yet met.
+func (e *expectations) deletes(key, node string, pod types.UID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d, ok := e.deleting[key][node]
+	return ok && d.pod == pod
+}
+
 // expectWrite notes that a write of kind is about to be made on the pod as
 // cached at resourceVersion.
 func (e *expectations) expectWrite(pod types.UID, kind writeKind, resourceVersion string) {

@@ -142,11 +142,11 @@ func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, tar
 	if outcome == pullFailed {
 		result = decision.Condition{Status: string(corev1.ConditionFalse), Reason: podcondition.ReasonPullImageFail, Message: podcondition.FailureMessage(target, why)}
 	}
-	if err := c.writeCondition(pod, writeImageReady, podcondition.ImageReady, result, nil)(ctx); err != nil && !apierrors.IsNotFound(err) {
+	// A pod gone (taken by this very sync, say) needs no condition
+	// (writeCondition ignores it); its Job goes all the same.
+	if err := c.writeCondition(pod, writeImageReady, podcondition.ImageReady, result, nil)(ctx); err != nil {
 		return err
 	}
-	// A pod gone (taken by this very sync, say) needs no condition; its
-	// Job goes all the same.
 	switch {
 	case outcome == pullFailed:
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-pull for pod %s on node %s failed: %s", pod.Name, pod.Node, why)
