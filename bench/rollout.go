@@ -63,8 +63,10 @@ type rolloutRun struct {
 	recordBytes    float64       // and their size after each write, summed: what etcd's history and every watcher of them took
 	waves          waveFigures   // its pacing, from the pod and node watches
 	// apiWrites are the API server's writes during the rollout, every
-	// client's, by resource (measure.Metrics.WritesByResource).
-	apiWrites map[string]float64
+	// client's, by resource (measure.Metrics.WritesByResource); apiWatchEvents
+	// the watch events it sent meanwhile, every watcher's
+	// (measure.Metrics.WatchEventsByResource).
+	apiWrites, apiWatchEvents map[string]float64
 }
 
 // rolloutFigures are the rollout scenario's results.
@@ -212,8 +214,8 @@ func recordWrites(ctx context.Context, ctrl *child) (writes, bytes float64, err 
 	return m.Sum("edgeota_controller_record_writes_total", nil), m.Sum("edgeota_controller_record_bytes_written_total", nil), nil
 }
 
-// countingWrites runs a rollout and records the API server's writes during
-// it, from its request counters read before and after.
+// countingWrites runs a rollout and records the API server's writes and
+// watch events during it, from its counters read before and after.
 func countingWrites(ctx context.Context, s *session, run func() (rolloutRun, error)) (rolloutRun, error) {
 	before, err := measure.ScrapeAPIServerMetrics(ctx, s.cluster.Client)
 	if err != nil {
@@ -225,6 +227,7 @@ func countingWrites(ctx context.Context, s *session, run func() (rolloutRun, err
 	}
 	after, err := measure.ScrapeAPIServerMetrics(ctx, s.cluster.Client)
 	r.apiWrites = measure.Delta(after.WritesByResource(), before.WritesByResource())
+	r.apiWatchEvents = measure.Delta(after.WatchEventsByResource(), before.WatchEventsByResource())
 	return r, err
 }
 

@@ -108,17 +108,17 @@ func freeAddr() (string, error) {
 
 // startController runs a fresh bin/ota-controller named name (its log is
 // .cache/bench/NAME.log, at a -v of at least verbosity, more if
-// BENCH_CONTROLLER_V asks), so that its CPU time and peak memory belong to
-// one scenario, and waits until it has synced a DaemonSet at least once (its
-// sync histogram has a sample).
-func (s *session) startController(ctx context.Context, name string, verbosity int) (*child, error) {
+// BENCH_CONTROLLER_V asks; flags are added to the harness's), so that its
+// CPU time and peak memory belong to one scenario, and waits until it has
+// synced a DaemonSet at least once (its sync histogram has a sample).
+func (s *session) startController(ctx context.Context, name string, verbosity int, flags ...string) (*child, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	p, err := s.h.StartController(harness.ControllerOptions{
 		Name: name, Binary: s.p.controllerBin, MetricsAddr: addr,
-		KubeAPIQPS: s.p.qps, KubeAPIBurst: s.p.burst, Verbosity: max(s.p.verbosity, verbosity),
+		KubeAPIQPS: s.p.qps, KubeAPIBurst: s.p.burst, Verbosity: max(s.p.verbosity, verbosity), Flags: flags,
 	})
 	if err != nil {
 		return nil, err

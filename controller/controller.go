@@ -101,6 +101,7 @@ type Controller struct {
 	heartbeats   *heartbeats
 	leases       *leases.Watcher
 	leaseClient  kubernetes.Interface
+	leaseMode    leases.Mode
 	challenges   *challenges
 	rejections   *pullRejections
 	eventMemo    *eventMemo
@@ -212,6 +213,13 @@ func WithLeaseClient(client kubernetes.Interface) Option {
 	return func(c *Controller) { c.leaseClient = client }
 }
 
+// WithLeaseMode sets how the node Leases of the nodes awaiting a proof of
+// life are watched (--lease-watch); without it, leases.ModeAuto. Every mode
+// proves life at the same renewals; they differ in what watching costs.
+func WithLeaseMode(mode leases.Mode) Option {
+	return func(c *Controller) { c.leaseMode = mode }
+}
+
 // NewController wires the controller to its informers (see Informers),
 // adding the indexes it looks pre-pull pods, DaemonSets and records up by;
 // start the informers after calling it. Events go to recorder (component Component) and figures to
@@ -255,7 +263,7 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	for _, opt := range opts {
 		opt(c)
 	}
-	c.leases = leases.NewWatcher(c.leaseClient, c.heartbeat, leases.Options{Counted: c.metrics.leaseCounted})
+	c.leases = leases.NewWatcher(c.leaseClient, c.heartbeat, leases.Options{Counted: c.metrics.leaseCounted, Mode: c.leaseMode})
 	c.heartbeats = newHeartbeats(c.leases)
 	metrics.watchQueue(c.queue)
 	metrics.watchLeases(c.leases)

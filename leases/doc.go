@@ -51,6 +51,12 @@
 // Events for another object than the node's Lease are ignored, so the
 // selector is never trusted alone (client-go's fake clientset ignores it).
 //
+// Options.Mode (the controller's --lease-watch) can fix either way:
+// ModeEachNode never watches wide; ModeEveryLease watches every Lease from
+// Run on, followed nodes or not, as an informer of all the Leases would, so
+// that the bench can set the two side by side on the same cluster
+// (scenario leasewatch).
+//
 // # What it costs
 //
 // Nothing for the nodes not followed. For each node followed: one watch

@@ -1,9 +1,11 @@
 package leases
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +74,44 @@ type Options struct {
 	// Lease replaces their own watches (see the package doc); zero means
 	// DefaultWideAt.
 	WideAt int
+	// Mode says how the Leases are watched; empty means ModeAuto.
+	Mode Mode
+}
+
+// Mode says how a Watcher watches the Leases of the nodes it follows. Every
+// mode reports the same renewals, as the API server stores them; they differ
+// in what the watching costs (see the package doc).
+type Mode string
+
+const (
+	// ModeAuto watches each followed node's Lease by name, and every Lease
+	// in one watch while that costs less ("One watch for many"): the
+	// default.
+	ModeAuto Mode = "auto"
+	// ModeEachNode watches each followed node's Lease by name, however many
+	// are followed.
+	ModeEachNode Mode = "each-node"
+	// ModeEveryLease watches every node Lease from Run on, followed or not,
+	// as an informer of all the Leases would: the cost ModeAuto avoids at
+	// rest, kept so that the two can be compared on the same cluster.
+	ModeEveryLease Mode = "every-lease"
+)
+
+// Modes are the valid Modes, the default first.
+var Modes = []Mode{ModeAuto, ModeEachNode, ModeEveryLease}
+
+// ParseMode returns the Mode named s, or an error naming the valid ones.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = string(m)
+	}
+	return "", fmt.Errorf("%q is not a Lease watch mode; the modes are %s", s, strings.Join(names, ", "))
 }
 
 // DefaultWideAt is Options.WideAt's default: one HTTP/2 connection's worth
@@ -106,6 +146,8 @@ type Watcher struct {
 	wide *wide
 	// wideAt is Options.WideAt, or its default.
 	wideAt int
+	// mode is Options.Mode, or ModeAuto.
+	mode Mode
 	// fleet is how many node Leases the last complete list counted
 	// (ListAll's, or the wide watch's): zero while unknown, and then no
 	// wide watch is started, since the fleet it would deliver is unknown.
@@ -143,6 +185,7 @@ func NewWatcher(client kubernetes.Interface, renew func(node string, renewed tim
 		backoffCap:  backoffCap,
 		followed:    map[string]context.CancelFunc{},
 		wideAt:      wideAt,
+		mode:        cmp.Or(opts.Mode, ModeAuto),
 	}
 }
 
@@ -275,6 +318,14 @@ func (w *Watcher) Wide() bool {
 // at least a quarter of the fleet, whose every renewal the wide watch
 // delivers. w.mu is held.
 func (w *Watcher) wideWantedLocked() bool {
+	switch w.mode {
+	case ModeEachNode:
+		// Never: each node has its own watch.
+		return false
+	case ModeEveryLease:
+		// Always, from Run on, followed nodes or not.
+		return true
+	}
 	n := len(w.followed)
 	return w.fleet > 0 && n >= w.wideAt && 4*n >= w.fleet
 }
@@ -283,6 +334,9 @@ func (w *Watcher) wideWantedLocked() bool {
 // nodes' own watches again: half the thresholds that started it, so that a
 // count hovering at one does not switch back and forth. w.mu is held.
 func (w *Watcher) narrowWantedLocked() bool {
+	if w.mode == ModeEveryLease {
+		return false
+	}
 	n := len(w.followed)
 	return 2*n < w.wideAt || 8*n < w.fleet
 }

@@ -162,3 +162,70 @@ func TestAWideWatchReportsAMissingLeaseOnceAndItsArrival(t *testing.T) {
 	}
 	f.want("node-9", renewal(90))
 }
+
+// TestModeEveryLeaseWatchesFromRunOn: under ModeEveryLease one watch of
+// every Lease starts with Run, before any node is followed and without the
+// fleet's size, and stays when the last node followed stops.
+func TestModeEveryLeaseWatchesFromRunOn(t *testing.T) {
+	var watches selectors
+	f := newFixture(t, watches.record, fleet(8)...)
+	f.w.mode = ModeEveryLease
+	f.run()
+	f.waitCounted(Watched, 1) // with no node followed
+	if !f.w.Wide() {
+		t.Fatalf("got no wide watch at Run under %s, want one", ModeEveryLease)
+	}
+	f.w.Start("node-1")
+	f.want("node-1", renewal(1))
+	f.renew("node-2", renewal(20)) // not followed
+	f.renew("node-1", renewal(10))
+	f.want("node-1", renewal(10))
+	f.w.Stop("node-1")
+	if !f.w.Wide() {
+		t.Errorf("got the wide watch stopped with no node followed, want it kept under %s", ModeEveryLease)
+	}
+	if got := watches.last(); got != "" {
+		t.Errorf("got the watch selecting %q, want every Lease", got)
+	}
+	f.wantNoReport("with no node followed")
+}
+
+// TestModeEachNodeNeverWatchesWide: under ModeEachNode every node followed
+// has its own watch, however much of the fleet is followed.
+func TestModeEachNodeNeverWatchesWide(t *testing.T) {
+	var watches selectors
+	f := newFixture(t, watches.record, fleet(4)...)
+	f.w.mode = ModeEachNode
+	f.w.wideAt = 1
+	f.learnFleet()
+	f.run()
+	for i := 1; i <= 4; i++ {
+		node := fmt.Sprintf("node-%d", i)
+		f.w.Start(node)
+		f.want(node, renewal(i))
+	}
+	if f.w.Wide() {
+		t.Fatalf("got a wide watch for the whole fleet under %s, want each node's own", ModeEachNode)
+	}
+	f.waitCounted(Watched, 4)
+	if got, want := watches.last(), "metadata.name=node-"; len(got) < len(want) || got[:len(want)] != want {
+		t.Errorf("got the last watch selecting %q, want one node's Lease by name", got)
+	}
+}
+
+// TestParseModeNamesTheModes: every Mode parses back, and a wrong one is
+// refused with the valid ones named.
+func TestParseModeNamesTheModes(t *testing.T) {
+	for _, m := range Modes {
+		if got, err := ParseMode(string(m)); err != nil || got != m {
+			t.Errorf("ParseMode(%q) = %q, %v; want %q, nil", m, got, err, m)
+		}
+	}
+	_, err := ParseMode("all")
+	if err == nil {
+		t.Fatalf("ParseMode(\"all\") = nil error, want one")
+	}
+	if got, want := err.Error(), `"all" is not a Lease watch mode; the modes are auto, each-node, every-lease`; got != want {
+		t.Errorf("got error %q, want %q", got, want)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/command"
 	"github.com/edgeota/edgeota/internal/untrusted"
+	"github.com/edgeota/edgeota/leases"
 )
 
 // defaultNamespace holds the Lease and the rollout records when
@@ -51,6 +52,7 @@ type options struct {
 	metricsAddress string
 	healthzAddress string
 	profiling      bool
+	leaseWatch     leases.Mode
 }
 
 func main() {
@@ -70,6 +72,13 @@ func main() {
 	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")
 	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
 	fs.BoolVar(&opts.profiling, "profiling", false, "also serve Go's profiles at /debug/pprof/ on --metrics-bind-address, as kube-controller-manager's --profiling does; off by default, since a profile shows what the process holds")
+	fs.Func("lease-watch", "how proof of life watches the node Leases of the nodes it waits on: "+
+		"auto (the default: each one's Lease by name, and all of them in one watch while it waits on a quarter of the fleet and at least 100 nodes), "+
+		"each-node (always by name), or every-lease (one watch of every Lease, always, as an informer of all the Leases would: an event per node and renewal even at rest)",
+		func(s string) (err error) {
+			opts.leaseWatch, err = leases.ParseMode(s)
+			return err
+		})
 	command.Main(fs, func(ctx context.Context) error { return run(ctx, opts) })
 }
 

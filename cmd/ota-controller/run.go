@@ -90,7 +90,7 @@ func run(ctx context.Context, o options) error {
 
 	work := func(ctx context.Context) error {
 		inf := controller.NewInformers(client, o.recordNS)
-		c, err := controller.NewController(ctx, client, inf, recorder, metrics, controller.WithLeaseClient(leaseClient))
+		c, err := controller.NewController(ctx, client, inf, recorder, metrics, controller.WithLeaseClient(leaseClient), controller.WithLeaseMode(o.leaseWatch))
 		if err != nil {
 			return err
 		}
