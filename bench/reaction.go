@@ -24,7 +24,7 @@ type logEvent struct {
 	// at is the line's time: the machine's local time, as klog writes it,
 	// in the year the reader was given (klog writes none).
 	at time.Time
-	// node is the node a proof is about.
+	// node is the node a proof or a deletion is about.
 	node string
 	// proof is what proved the node alive; "" for a deletion.
 	proof decision.Proof
@@ -63,12 +63,13 @@ func readControllerLog(log io.Reader, year int) ([]logEvent, error) {
 			continue
 		}
 		e.at = time.Date(year, at.Month(), at.Day(), at.Hour(), at.Minute(), at.Second(), at.Nanosecond(), time.Local)
-		if e.proof != "" {
-			if m := nodeField.FindStringSubmatch(line); m != nil {
-				e.node = m[1]
+		if m := nodeField.FindStringSubmatch(line); m != nil {
+			e.node = m[1]
+		}
+		if e.proof == "" {
+			if m := revisionField.FindStringSubmatch(line); m != nil {
+				e.revision = m[1]
 			}
-		} else if m := revisionField.FindStringSubmatch(line); m != nil {
-			e.revision = m[1]
 		}
 		out = append(out, e)
 	}
@@ -102,6 +103,26 @@ func reactions(events []logEvent) map[decision.Proof][]time.Duration {
 				out[freed.proof] = append(out[freed.proof], e.at.Sub(freed.at))
 			}
 			revision, pending = e.revision, false
+		}
+	}
+	return out
+}
+
+// turns returns, for each node of taken (its first proof, see firstProofs)
+// whose old pod's deletion events logs before that proof, the time from
+// the first such deletion to the proof: the node's turn in the rollout, on
+// the controller's clock.
+func turns(events []logEvent, taken map[string]logEvent) []time.Duration {
+	deleted := map[string]time.Time{}
+	for _, e := range events {
+		if _, seen := deleted[e.node]; e.proof == "" && e.node != "" && !seen {
+			deleted[e.node] = e.at
+		}
+	}
+	var out []time.Duration
+	for node, proof := range taken {
+		if at, ok := deleted[node]; ok && proof.at.After(at) {
+			out = append(out, proof.at.Sub(at))
 		}
 	}
 	return out

@@ -67,4 +67,9 @@ func TestControllerLogEvents(t *testing.T) {
 	if got := firstProofs(events, at(30, 200000), at(31, 400000)); len(got) != 1 {
 		t.Errorf("from 30.2 s: got %v, want n2's alone", got)
 	}
+	// n4's turn: deleted at 31.01, proven at 31.5; n1 was proven before
+	// its deletion, n2 never deleted, n3 never proven.
+	if got, want := turns(events, firstProofs(events, at(30, 0), at(34, 0))), []time.Duration{490 * time.Millisecond}; !slices.Equal(got, want) {
+		t.Errorf("got turns %v, want %v", got, want)
+	}
 }

@@ -52,6 +52,15 @@ func Sum[T Number](xs []T) T {
 	return total
 }
 
+// Mean is the arithmetic mean of xs (in T's own arithmetic, so truncated
+// for integers); 0 for an empty list.
+func Mean[T Number](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	return Sum(xs) / T(len(xs))
+}
+
 // Ratio is a/b, or 0 when b is 0 (nothing to compare with).
 func Ratio[T Number](a, b T) float64 {
 	if b == 0 {

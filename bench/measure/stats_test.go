@@ -77,6 +77,15 @@ func TestSum(t *testing.T) {
 	}
 }
 
+func TestMean(t *testing.T) {
+	if got, want := Mean([]time.Duration{time.Second, 2 * time.Second, 6 * time.Second}), 3*time.Second; got != want {
+		t.Errorf("Mean = %v, want %v", got, want)
+	}
+	if got := Mean[int](nil); got != 0 {
+		t.Errorf("Mean(nil) = %d, want 0", got)
+	}
+}
+
 func TestRatio(t *testing.T) {
 	if got, want := Ratio(3*time.Second, 2*time.Second), 1.5; got != want {
 		t.Errorf("Ratio(3s, 2s) = %v, want %v", got, want)
