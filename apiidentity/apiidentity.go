@@ -33,6 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/internal/choice"
 )
 
 // Mode is how the agent identifies itself to the API server
@@ -57,12 +59,11 @@ var Modes = []Mode{Node, ServiceAccount, Auto}
 
 // ParseMode reads a --identity value.
 func ParseMode(s string) (Mode, error) {
-	for _, m := range Modes {
-		if string(m) == s {
-			return m, nil
-		}
+	m, err := choice.Parse(s, Modes)
+	if err != nil {
+		return "", fmt.Errorf("--identity %w", err)
 	}
-	return "", fmt.Errorf("--identity %q: want %s, %s or %s", s, Node, ServiceAccount, Auto)
+	return m, nil
 }
 
 // NodeNameExtra is the user extra in which a service-account token bound to

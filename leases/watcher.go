@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/internal/choice"
 )
 
 // What Options.Counted is told of, one value a call: label values for the
@@ -101,18 +102,7 @@ const (
 var Modes = []Mode{ModeAuto, ModeEachNode, ModeEveryLease}
 
 // ParseMode returns the Mode named s, or an error naming the valid ones.
-func ParseMode(s string) (Mode, error) {
-	for _, m := range Modes {
-		if string(m) == s {
-			return m, nil
-		}
-	}
-	names := make([]string, len(Modes))
-	for i, m := range Modes {
-		names[i] = string(m)
-	}
-	return "", fmt.Errorf("%q is not a Lease watch mode; the modes are %s", s, strings.Join(names, ", "))
-}
+func ParseMode(s string) (Mode, error) { return choice.Parse(s, Modes) }
 
 // DefaultWideAt is Options.WideAt's default: one HTTP/2 connection's worth
 // of watches (the API server allows 100 streams on each). Below it, the

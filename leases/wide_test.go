@@ -225,7 +225,7 @@ func TestParseModeNamesTheModes(t *testing.T) {
 	if err == nil {
 		t.Fatalf("ParseMode(\"all\") = nil error, want one")
 	}
-	if got, want := err.Error(), `"all" is not a Lease watch mode; the modes are auto, each-node, every-lease`; got != want {
+	if got, want := err.Error(), `"all": want auto, each-node or every-lease`; got != want {
 		t.Errorf("got error %q, want %q", got, want)
 	}
 }
