@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -82,9 +85,43 @@ func TestCutOffNodeWithLeases(t *testing.T) {
 // more than 2 nodes without an available pod, and the rollout status and
 // events report completion.
 func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
+	e := rollOutOnLeases(t, "-v=4")
+	if log := controllerLog(t, e); !strings.Contains(log, `"Following the node's Lease"`) || strings.Contains(log, leaseWatchEvery) {
+		t.Errorf("the controller did not follow the Leases by name alone (--lease-watch auto, 2 of 6 nodes in flight); see %s", e.h.LogPath(harness.ControllerBinary))
+	}
+}
+
+// TestAdvancedRollingUpdateWatchingEveryLease: the same rollout under
+// --lease-watch=every-lease completes alike, its proofs from the one
+// watch of every Lease and from no watch by name.
+func TestAdvancedRollingUpdateWatchingEveryLease(t *testing.T) {
+	e := rollOutOnLeases(t, "-v=4", "--lease-watch=every-lease")
+	if log := controllerLog(t, e); strings.Contains(log, `"Following the node's Lease"`) || !strings.Contains(log, leaseWatchEvery) {
+		t.Errorf("the controller did not follow the Leases with one watch of every Lease alone; see %s", e.h.LogPath(harness.ControllerBinary))
+	}
+}
+
+// leaseWatchEvery is what the controller logs (-v=2) when one watch of
+// every Lease starts.
+const leaseWatchEvery = `"Following the nodes with one watch of every Lease"`
+
+// controllerLog reads the log of the controller e started.
+func controllerLog(t *testing.T, e *env) string {
+	t.Helper()
+	log, err := os.ReadFile(e.h.LogPath(harness.ControllerBinary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(log)
+}
+
+// rollOutOnLeases is the rollout of TestAdvancedRollingUpdateOnLeases under
+// a controller started with flags, checked as that test says.
+func rollOutOnLeases(t *testing.T, flags ...string) *env {
+	t.Helper()
 	const nodes, budget = 6, 2
 	e := newKubeletEnv(t, nodes)
-	e.startController(e.cluster.Kubeconfig, "-v=2")
+	e.startController(e.cluster.Kubeconfig, flags...)
 	e.createDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: fmt.Sprint(budget)})
 	first := e.waitRolloutStatus("the first revision settled", func(s *rollout.Status) bool { return s.Updated == nodes })
 
@@ -122,6 +159,7 @@ func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
 			t.Errorf("node %s renewed its Lease last at %s, before the image change at %s", n, renewed, changed)
 		}
 	}
+	return e
 }
 
 // nodeLease reads the node's Lease in kube-node-lease.
