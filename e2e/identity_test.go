@@ -262,6 +262,12 @@ func TestAgentActsAsItsNode(t *testing.T) {
 	// the API server is reachable.
 	e.setImage(nextImage)
 	offered := e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionTrue, node1)[node1]
+	// The owner acts on what the agent shows: its watch of the node's pods
+	// may deliver the offer a moment after the API server has it, and a
+	// cut before that leaves the agent refusing an upgrade it was never
+	// offered.
+	for app := next(); app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADE_AVAILABLE || app.GetTargetImages()["nginx"] != nextImage; app = next() {
+	}
 	proxy.Cut()
 	if code, body, err := a.postQueued(e.ctx(), e.ns, offered.Name, "upgrade"); err != nil || code != http.StatusAccepted {
 		t.Fatalf("queued upgrade in the dead zone: got %d %q, %v; want 202", code, body, err)
