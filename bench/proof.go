@@ -357,14 +357,10 @@ func (f *proofFigures) join(events []logEvent) {
 		}
 	}
 	f.settledToProof = measure.Sorted(f.settledToProof)
-	for m := range f.reaction {
-		f.reaction[m] = measure.Sorted(f.reaction[m])
-	}
-	for m := range f.renewalToProof {
-		f.renewalToProof[m] = measure.Sorted(f.renewalToProof[m])
-	}
-	for m := range f.deletionToProof {
-		f.deletionToProof[m] = measure.Sorted(f.deletionToProof[m])
+	for _, byMode := range []map[proofMode][]time.Duration{f.reaction, f.renewalToProof, f.deletionToProof} {
+		for m := range byMode {
+			byMode[m] = measure.Sorted(byMode[m])
+		}
 	}
 }
 

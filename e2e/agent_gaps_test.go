@@ -122,6 +122,16 @@ func appChanges(t *testing.T, stream grpc.ServerStreamingClient[edgeotav1.WatchU
 	}
 }
 
+// untilOffered reads the owner's watch (appChanges) until it shows the app
+// offered image, and returns that change.
+func untilOffered(next func() *edgeotav1.App, image string) *edgeotav1.App {
+	for {
+		if app := next(); app.GetPhase() == edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADE_AVAILABLE && app.GetTargetImages()["nginx"] == image {
+			return app
+		}
+	}
+}
+
 // TestOwnerSeesAMissingReplacement: the owner upgrades while the node is
 // tainted so that the DaemonSet cannot place the replacement there (a taint
 // its pods do not tolerate). The watch says at once that the replacement is

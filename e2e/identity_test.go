@@ -231,8 +231,7 @@ func TestAgentActsAsItsNode(t *testing.T) {
 	marked := e.waitCondition(podcondition.NeedUpgrade, corev1.ConditionTrue, node1, node2)
 	// The owner's view, from the watch of the node's pods: the target's
 	// images come with the controller's offer.
-	for app := next(); app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADE_AVAILABLE || app.GetTargetImages()["nginx"] != newImage; app = next() {
-	}
+	untilOffered(next, newImage)
 	list, err := a.listPods(e.ctx())
 	if err != nil || len(list.Items) == 0 {
 		t.Fatalf("GET /pods: %v, %v", list, err)
@@ -266,8 +265,7 @@ func TestAgentActsAsItsNode(t *testing.T) {
 	// may deliver the offer a moment after the API server has it, and a
 	// cut before that leaves the agent refusing an upgrade it was never
 	// offered.
-	for app := next(); app.GetPhase() != edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADE_AVAILABLE || app.GetTargetImages()["nginx"] != nextImage; app = next() {
-	}
+	untilOffered(next, nextImage)
 	proxy.Cut()
 	if code, body, err := a.postQueued(e.ctx(), e.ns, offered.Name, "upgrade"); err != nil || code != http.StatusAccepted {
 		t.Fatalf("queued upgrade in the dead zone: got %d %q, %v; want 202", code, body, err)
@@ -321,11 +319,7 @@ func TestAgentIdentityIsCheckedAtStart(t *testing.T) {
 		case <-time.After(waitTimeout):
 			t.Fatalf("%s still runs after %s, want it to exit", name, waitTimeout)
 		}
-		log, err := os.ReadFile(e.h.LogPath(name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Err() == nil || !strings.Contains(string(log), want) {
+		if log := processLog(t, e, name); p.Err() == nil || !strings.Contains(log, want) {
 			t.Errorf("%s: exit %v, log:\n%s\nwant a failure saying %q", name, p.Err(), log, want)
 		}
 	}

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -86,7 +85,7 @@ func TestCutOffNodeWithLeases(t *testing.T) {
 // events report completion.
 func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
 	e := rollOutOnLeases(t, "-v=4")
-	if log := controllerLog(t, e); !strings.Contains(log, `"Following the node's Lease"`) || strings.Contains(log, leaseWatchEvery) {
+	if log := processLog(t, e, harness.ControllerBinary); !strings.Contains(log, `"Following the node's Lease"`) || strings.Contains(log, leaseWatchEvery) {
 		t.Errorf("the controller did not follow the Leases by name alone (--lease-watch auto, 2 of 6 nodes in flight); see %s", e.h.LogPath(harness.ControllerBinary))
 	}
 }
@@ -96,7 +95,7 @@ func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
 // watch of every Lease and from no watch by name.
 func TestAdvancedRollingUpdateWatchingEveryLease(t *testing.T) {
 	e := rollOutOnLeases(t, "-v=4", "--lease-watch=every-lease")
-	if log := controllerLog(t, e); strings.Contains(log, `"Following the node's Lease"`) || !strings.Contains(log, leaseWatchEvery) {
+	if log := processLog(t, e, harness.ControllerBinary); strings.Contains(log, `"Following the node's Lease"`) || !strings.Contains(log, leaseWatchEvery) {
 		t.Errorf("the controller did not follow the Leases with one watch of every Lease alone; see %s", e.h.LogPath(harness.ControllerBinary))
 	}
 }
@@ -104,16 +103,6 @@ func TestAdvancedRollingUpdateWatchingEveryLease(t *testing.T) {
 // leaseWatchEvery is what the controller logs (-v=2) when one watch of
 // every Lease starts.
 const leaseWatchEvery = `"Following the nodes with one watch of every Lease"`
-
-// controllerLog reads the log of the controller e started.
-func controllerLog(t *testing.T, e *env) string {
-	t.Helper()
-	log, err := os.ReadFile(e.h.LogPath(harness.ControllerBinary))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(log)
-}
 
 // rollOutOnLeases is the rollout of TestAdvancedRollingUpdateOnLeases under
 // a controller started with flags, checked as that test says.

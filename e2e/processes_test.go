@@ -5,6 +5,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/edgeota/edgeota/harness"
@@ -16,6 +17,16 @@ import (
 func (e *env) startController(kubeconfig string, extra ...string) {
 	e.t.Helper()
 	e.startControllerWith(harness.ControllerOptions{Kubeconfig: kubeconfig, Flags: extra})
+}
+
+// processLog reads the log of the process e's harness started as name.
+func processLog(t *testing.T, e *env, name string) string {
+	t.Helper()
+	log, err := os.ReadFile(e.h.LogPath(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(log)
 }
 
 // startControllerWith runs bin/ota-controller as opts say, stopped when the
