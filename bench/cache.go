@@ -8,16 +8,21 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/edgeota/edgeota/bench/measure"
 	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/internal/unixtime"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // cacheScenario: what the controller's caches hold per DaemonSet pod and per
@@ -35,6 +40,10 @@ import (
 //     the count. Baselines: a corev1.Pod trimmed by controller.Transform (as
 //     pre-pull pods are; the DaemonSet pods' cache before podRecord), with
 //     the same indexes; a corev1.Node without its managedFields.
+//   - the decisions' state of a settled fleet: the four DaemonSets'
+//     decision.Rollouts over 2,000 nodes, every node settled, each over its
+//     Ledger as read back from its record (settledRolloutsHeap): what the
+//     controller holds per node and DaemonSet beside the caches, at rest.
 //   - decoding one pod watch event, JSON against protobuf: CPU time and
 //     garbage per event (testing.Benchmark).
 var cacheScenario = scenario{name: "cache", clusterFree: true, run: runCache}
@@ -57,6 +66,7 @@ const (
 	measurePodsOld    = "pods-trimmed"
 	measureNodes      = "node-records"
 	measureNodesOld   = "nodes-decoded"
+	measureRollouts   = "rollouts"
 	measureDecode     = "decode"
 )
 
@@ -81,15 +91,15 @@ type decodeFigures struct {
 
 func runCache(ctx context.Context, s *session, _ *findings) (table, error) {
 	var f struct {
-		records, old, nodes, nodesOld heapFigure
-		decode                        decodeFigures
+		records, old, nodes, nodesOld, rollouts heapFigure
+		decode                                  decodeFigures
 	}
 	for _, m := range []struct {
 		what string
 		into any
 	}{
 		{measurePodRecords, &f.records}, {measurePodsOld, &f.old}, {measureNodes, &f.nodes}, {measureNodesOld, &f.nodesOld},
-		{measureDecode, &f.decode},
+		{measureRollouts, &f.rollouts}, {measureDecode, &f.decode},
 	} {
 		progress("cache: %s", m.what)
 		out, err := s.runSelf(ctx, cacheCommand, "-measure", m.what)
@@ -112,6 +122,8 @@ func runCache(ctx context.Context, s *session, _ *findings) (table, error) {
 				fmt.Sprintf("≤ %d bytes", cacheHeapTarget), verdict(f.records.BytesPerItem <= cacheHeapTarget)},
 			{"heap per cached node (its record and key)", fmt.Sprintf("%d bytes", f.nodes.BytesPerItem),
 				fmt.Sprintf("%d bytes (corev1.Node, managedFields dropped)", f.nodesOld.BytesPerItem), times(measure.Ratio(f.nodes.BytesPerItem, f.nodesOld.BytesPerItem)), "", ""},
+			{fmt.Sprintf("heap per node and DaemonSet of a settled rollout (its decision.Rollout and Ledger; %d DaemonSets)", cacheDaemonSets),
+				fmt.Sprintf("%d bytes", f.rollouts.BytesPerItem), "", "", "", ""},
 			{"decoding a pod watch event (protobuf; baseline JSON): CPU, garbage", perEvent(d.Protobuf), perEvent(d.JSON),
 				times(float64(d.Protobuf.NsPerEvent) / float64(d.JSON.NsPerEvent)), "", ""},
 			{"the event's size", fmt.Sprintf("%d bytes", d.Protobuf.EventBytes), fmt.Sprintf("%d bytes", d.JSON.EventBytes),
@@ -137,7 +149,8 @@ func kib(bytes int64) string { return fmt.Sprintf("%.1f KiB", float64(bytes)/102
 // JSON on standard output.
 func runCacheChild(args []string) error {
 	fs := flag.NewFlagSet(cacheCommand, flag.ContinueOnError)
-	what := fs.String("measure", "", "what to measure: "+measurePodRecords+", "+measurePodsOld+", "+measureNodes+", "+measureNodesOld+" or "+measureDecode)
+	what := fs.String("measure", "", "what to measure: "+measurePodRecords+", "+measurePodsOld+", "+measureNodes+", "+measureNodesOld+", "+
+		measureRollouts+" or "+measureDecode)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -152,10 +165,13 @@ func runCacheChild(args []string) error {
 		figure, err = heapPerObject(cacheNodes, representativeNode, controller.NewNodeStore())
 	case measureNodesOld:
 		figure, err = heapPerObject(cacheNodes, representativeNode, decodedNodeStore())
+	case measureRollouts:
+		figure, err = settledRolloutsHeap()
 	case measureDecode:
 		figure, err = decodeCost()
 	default:
-		return fmt.Errorf("-measure %q: want one of %s, %s, %s, %s, %s", *what, measurePodRecords, measurePodsOld, measureNodes, measureNodesOld, measureDecode)
+		return fmt.Errorf("-measure %q: want one of %s, %s, %s, %s, %s, %s", *what, measurePodRecords, measurePodsOld, measureNodes, measureNodesOld,
+			measureRollouts, measureDecode)
 	}
 	if err != nil {
 		return err
@@ -191,6 +207,61 @@ func heapPerObject[T kruntime.Object](n int, build func(int) T, store controller
 	if got := len(store.Indexer.ListKeys()); got != n {
 		return heapFigure{}, fmt.Errorf("got %d objects stored, want %d", got, n)
 	}
+	return heapFigure{Objects: n, BytesPerItem: int64(after-before) / int64(n)}, nil
+}
+
+// settledRolloutsHeap builds the Rollouts of cacheDaemonSets DaemonSets on
+// cacheNodes Ready nodes, each node running its settled pod of the target
+// and recorded settled, as a controller restarted on a settled fleet holds
+// them, and returns the live heap the Rollouts and their Ledgers add, per
+// node and DaemonSet. The facts they are built from are allocated before
+// and kept alive after, so that only what the decisions keep is counted.
+func settledRolloutsHeap() (heapFigure, error) {
+	cfg, err := decision.ParseSettings(rollout.StrategyAdvancedRollingUpdate, map[string]string{rollout.MaxUnavailableAnnotation: "10%"}, 0)
+	if err != nil {
+		return heapFigure{}, err
+	}
+	now := fleetStart.Add(48 * time.Hour)
+	settledAt := metav1.NewTime(now.Add(-time.Hour))
+	names := make([]string, cacheNodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("edge-node-%d", i)
+	}
+	type daemonSet struct {
+		target  decision.Target
+		facts   map[string]decision.NodeFacts
+		entries map[string]decision.Entry
+	}
+	sets := make([]daemonSet, cacheDaemonSets)
+	for d := range sets {
+		ds := daemonSet{target: decision.Target{Hash: fmt.Sprintf("6d5f8b9c%02d", d), Number: 3},
+			facts: make(map[string]decision.NodeFacts, cacheNodes), entries: make(map[string]decision.Entry, cacheNodes)}
+		for i, name := range names {
+			pod := &decision.Pod{Namespace: "edge", Name: fmt.Sprintf("app-%d-%s", d, name), UID: types.UID(fmt.Sprintf("uid-%d-%d", d, i)),
+				Node: name, Hash: ds.target.Hash, Created: unixtime.Of(now.Add(-2 * time.Hour)), Bound: true,
+				Health: health.Pod{Ready: true, ContainersReady: true, ReadySince: unixtime.Of(now.Add(-2 * time.Hour)),
+					ContainersReadySince: unixtime.Of(now.Add(-2 * time.Hour))}}
+			ds.facts[name] = decision.NodeFacts{Node: decision.Node{Name: name, Exists: true, Ready: true, ReadyStatus: "True",
+				Heartbeat: now, Labels: map[string]string{corev1.LabelHostname: name}}, Pods: []*decision.Pod{pod}}
+			ds.entries[name] = decision.Entry{Stage: decision.StageSettled, At: &settledAt, Proof: decision.ProofHeartbeat}
+		}
+		sets[d] = ds
+	}
+	before := liveHeap()
+	rollouts := make([]*decision.Rollout, len(sets))
+	for d, ds := range sets {
+		ledger := decision.NewLedger(ds.entries, decision.Meta{TargetSince: settledAt})
+		rollouts[d] = decision.New(cfg, ds.target, ledger, false)
+		rollouts[d].Build(now, names, func(node string) decision.NodeFacts { return ds.facts[node] })
+	}
+	after := liveHeap()
+	runtime.KeepAlive(sets)
+	for d, r := range rollouts {
+		if got := r.Count(decision.StateSettled); got != cacheNodes {
+			return heapFigure{}, fmt.Errorf("DaemonSet %d: got %d nodes settled, want %d", d, got, cacheNodes)
+		}
+	}
+	n := cacheNodes * cacheDaemonSets
 	return heapFigure{Objects: n, BytesPerItem: int64(after-before) / int64(n)}, nil
 }
 
