@@ -3,6 +3,7 @@ package decision
 import (
 	"time"
 
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -26,8 +27,8 @@ import (
 // event (budget, pause, halt).
 func (j *judgement) clockHolds(v *verdict, node *Node, pod *Pod, entry Entry) {
 	at := func(t time.Time) {
-		if t.After(j.now) && (v.at.IsZero() || t.Before(v.at)) {
-			v.at = t
+		if u := unixtime.Of(t); t.After(j.now) && (v.at.IsZero() || u < v.at) {
+			v.at = u
 		}
 	}
 	if j.cfg.Strategy == rollout.StrategyOTA {
@@ -35,14 +36,14 @@ func (j *judgement) clockHolds(v *verdict, node *Node, pod *Pod, entry Entry) {
 		v.notDue = !due
 		at(deadline)
 	}
-	v.holdUntil = pod.HoldUntil()
+	v.holdUntil = unixtime.Of(pod.HoldUntil())
 	if !v.holdUntil.IsZero() && j.cfg.MaxHold > 0 {
-		end := v.holdUntil
+		end := v.holdUntil.Time()
 		if limit := j.cfg.HoldLimit(j.meta.TargetSince.Time); limit.Before(end) {
 			end = limit
 		}
 		if j.now.Before(end) {
-			v.held, v.holdEnd = true, end
+			v.held, v.holdEnd = true, unixtime.Of(end)
 			at(end)
 		}
 	}
@@ -54,7 +55,7 @@ func (j *judgement) clockHolds(v *verdict, node *Node, pod *Pod, entry Entry) {
 		open, next := j.cfg.Schedule.At(j.now, node.Zone)
 		v.windowClosed = !open
 		if !open {
-			v.opens = next
+			v.opens = unixtime.Of(next)
 		}
 		at(next)
 	}

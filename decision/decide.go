@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
@@ -351,9 +352,9 @@ func (r *Rollout) offer(now time.Time, halted bool) (heldBack, admitted int, off
 		// due at its deadline (the verdict was judged without one).
 		n := r.nodes[node]
 		r.remove(n)
-		n.offeredAt, n.unoffered, n.taken = e.OfferedAt.Time, false, n.eligible
+		n.offeredAt, n.unoffered, n.taken = unixtime.Of(e.OfferedAt.Time), false, n.eligible
 		if r.cfg.UpgradeDeadline > 0 && n.old {
-			if due := n.offeredAt.Add(r.cfg.UpgradeDeadline); n.verdict.at.IsZero() || due.Before(n.verdict.at) {
+			if due := unixtime.Of(e.OfferedAt.Add(r.cfg.UpgradeDeadline)); n.verdict.at.IsZero() || due < n.verdict.at {
 				n.verdict.at = due
 			}
 		}

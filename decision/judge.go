@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -67,13 +68,15 @@ type verdict struct {
 	// why a node failed.
 	why string
 	// at is when the verdict changes by the clock alone, always after the
-	// judgement; zero when only an event can change it.
-	at time.Time
+	// judgement; zero when only an event can change it. The verdict's times
+	// are unixtime.Times: a Rollout holds one verdict per node and
+	// DaemonSet, and a time.Time is three times the size.
+	at unixtime.Time
 	// awaitsProof: the new pod settled, the node has not proven since that
 	// it still reaches the API server; a heartbeat sent after proofAfter,
 	// or an answer to a challenge about pod proofPod, will.
 	awaitsProof bool
-	proofAfter  time.Time
+	proofAfter  unixtime.Time
 	proofPod    types.UID
 	// proven: this very judgement settled the node, by this proof (its
 	// Rollout reports it, NoticeProven); empty otherwise.
@@ -89,10 +92,10 @@ type verdict struct {
 	// an invalid zone, or, for OTA, its offer's deadline has not passed
 	// (only then may the controller upgrade it).
 	held, windowClosed, zoneInvalid, notDue bool
-	holdEnd, opens                          time.Time
+	holdEnd, opens                          unixtime.Time
 	// holdUntil is the owner's hold as the pod carries it, for the event
 	// that says it ended or reached its limit.
-	holdUntil time.Time
+	holdUntil unixtime.Time
 	// The node's pre-download: its images are on the node (pulled), a pull
 	// is under way (pulling), or it timed out (pullTimedOut); pullJob: the
 	// controller's Job for it is still there.
@@ -249,12 +252,12 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			return fail(fmt.Sprintf("%s: %s", v.Reason, v.Message))
 		}
 		out := verdict{state: StateInFlight, awaitsProof: v.State == health.Settled && np.oldPod == nil && !np.several,
-			proofAfter: settledAt, proofPod: pod.UID}
+			proofAfter: unixtime.Of(settledAt), proofPod: pod.UID}
 		if !out.awaitsProof {
-			out.proofAfter, out.proofPod = time.Time{}, ""
+			out.proofAfter, out.proofPod = 0, ""
 		}
 		if v.Recheck > 0 {
-			out.at = j.now.Add(v.Recheck)
+			out.at = unixtime.Of(j.now.Add(v.Recheck))
 		}
 		return out
 
@@ -286,7 +289,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		j.pull(&v, &f.Pull)
 		if ok, wait := health.PodAvailable(&np.oldPod.Health, j.cfg.MinReadySeconds, j.now); !ok {
 			v.state = StateOldDown
-			if at := j.now.Add(wait); wait > 0 && (v.at.IsZero() || at.Before(v.at)) {
+			if at := unixtime.Of(j.now.Add(wait)); wait > 0 && (v.at.IsZero() || at < v.at) {
 				v.at = at
 			}
 		}
@@ -366,7 +369,7 @@ func (j *judgement) pull(v *verdict, p *Pull) {
 		end := p.Since.Add(j.cfg.PullTimeout)
 		if j.now.Before(end) {
 			v.pulling = true
-			v.at = end
+			v.at = unixtime.Of(end)
 		} else {
 			v.pullTimedOut = true
 		}
@@ -389,7 +392,7 @@ func (j *judgement) settled(node *Node, np *nodePods) verdict {
 	}
 	v := verdict{state: StateSettledDown}
 	if wait > 0 {
-		v.at = j.now.Add(wait)
+		v.at = unixtime.Of(j.now.Add(wait))
 	}
 	return v
 }
@@ -416,7 +419,7 @@ func (j *judgement) podless(since time.Time, ready bool, why string, fail func(s
 	if !j.now.Before(end) {
 		return fail(fmt.Sprintf("%s within %s", why, j.cfg.Deadline))
 	}
-	return verdict{state: StateInFlight, at: end}
+	return verdict{state: StateInFlight, at: unixtime.Of(end)}
 }
 
 // offersTarget reports whether the pod carries PodNeedUpgrade True naming the

@@ -106,8 +106,8 @@ func (w *world) checkAgainstRebuild(t *testing.T, step int, what string) {
 func (w *world) checkTimers(t *testing.T, step int, what string) {
 	t.Helper()
 	for name, n := range w.r.nodes {
-		if !n.verdict.at.IsZero() && !n.verdict.at.After(w.now) {
-			t.Fatalf("after step %d (%s): node %s's timer at %s, not after now %s", step, what, name, n.verdict.at, w.now)
+		if !n.verdict.at.IsZero() && !n.verdict.at.Time().After(w.now) {
+			t.Fatalf("after step %d (%s): node %s's timer at %s, not after now %s", step, what, name, n.verdict.at.Time(), w.now)
 		}
 	}
 	if next := w.r.NextChange(); !next.IsZero() && !next.After(w.now) {
@@ -242,7 +242,7 @@ type snapshot struct {
 	Downs, HeldNodes, SettledDown   map[string]bool
 	Awaiting                        map[string]Awaiting
 	Proven                          map[Proof]int
-	Held, Waiting, Offered          map[time.Time]int
+	Held, Waiting, Offered          map[unixtime.Time]int
 	NextChange                      time.Time
 }
 
@@ -252,7 +252,7 @@ type snapshot struct {
 type nodeSnapshot struct {
 	State                                                State
 	Why                                                  string
-	At, ProofAfter, HoldEnd, Opens, HoldUntil, OfferedAt time.Time
+	At, ProofAfter, HoldEnd, Opens, HoldUntil, OfferedAt unixtime.Time
 	ProofPod                                             types.UID
 	AwaitsProof, Deleting, Updated                       bool
 	Held, WindowClosed, ZoneInvalid, NotDue              bool

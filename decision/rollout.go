@@ -9,6 +9,7 @@ import (
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -119,7 +120,7 @@ type nodeInfo struct {
 	// offeredAt is, for OTA, when the node's standing offer was first made
 	// (zero when it has none, or runs the target); unoffered: an eligible
 	// node with a live old pod and no offer yet.
-	offeredAt time.Time
+	offeredAt unixtime.Time
 	unoffered bool
 	// toPull: a candidate for a pre-download (see Rollout.toPull).
 	toPull bool
@@ -130,10 +131,10 @@ type nodeInfo struct {
 	// its proof of life (about the same pod): by the controller's clock,
 	// the start of the wait NoticeProven reports. It is history, not a
 	// judgement of the facts: a Rollout built afresh starts it again.
-	awaitingSince time.Time
+	awaitingSince unixtime.Time
 	// Memberships, kept so that a node's change is undone in O(1).
 	eligible, taken, old, takeable, down bool
-	timerAt                              time.Time
+	timerAt                              unixtime.Time
 }
 
 // New returns the Rollout of target under cfg over ledger, empty until Build.
@@ -184,10 +185,10 @@ func (r *Rollout) Build(now time.Time, nodes []string, facts FactsFunc) []Notice
 func (r *Rollout) Refresh(now time.Time, dirty map[string]bool, facts FactsFunc) []Notice {
 	r.notices = r.notices[:0]
 	due := map[string]bool{}
-	for r.timers.Len() > 0 && !r.timers[0].at.After(now) {
+	for r.timers.Len() > 0 && !r.timers[0].at.Time().After(now) {
 		e := heap.Pop(&r.timers).(timerEntry)
-		if n, ok := r.nodes[e.node]; ok && n.timerAt.Equal(e.at) {
-			n.timerAt = time.Time{}
+		if n, ok := r.nodes[e.node]; ok && n.timerAt == e.at {
+			n.timerAt = 0
 			due[e.node] = true
 		}
 	}
@@ -216,10 +217,10 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	v := j.judge(name, &f)
 	np := groupPods(&r.target, f.Pods)
 	if had && old.verdict.held && !v.held && np.oldPod != nil && old.oldPod != nil &&
-		np.oldPod.UID == old.oldPod.UID && !j.now.Before(old.verdict.holdEnd) {
+		np.oldPod.UID == old.oldPod.UID && !j.now.Before(old.verdict.holdEnd.Time()) {
 		// The clock ended the hold: an event, on the transition only.
 		r.notices = append(r.notices, Notice{Kind: NoticeHoldEnded, Node: name, Pod: np.oldPod,
-			At: old.verdict.holdEnd, LimitReached: old.verdict.holdUntil.After(old.verdict.holdEnd)})
+			At: old.verdict.holdEnd.Time(), LimitReached: old.verdict.holdUntil > old.verdict.holdEnd})
 	}
 	if v.zoneInvalid {
 		r.notices = append(r.notices, Notice{Kind: NoticeZoneInvalid, Node: name, Err: f.Node.ZoneErr})
@@ -239,7 +240,7 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	// life of its pod uid before this judgement.
 	waitedFor := func(uid types.UID) bool { return had && old.verdict.awaitsProof && old.verdict.proofPod == uid }
 	if v.awaitsProof {
-		n.awaitingSince = j.now
+		n.awaitingSince = unixtime.Of(j.now)
 		if waitedFor(v.proofPod) {
 			n.awaitingSince = old.awaitingSince
 		}
@@ -250,7 +251,7 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 		// settled; unknown to a Rollout that did not hold it before).
 		notice := Notice{Kind: NoticeProven, Node: name, Proof: v.proven, Waited: had}
 		if np.newPod != nil && waitedFor(np.newPod.UID) {
-			notice.Wait = j.now.Sub(old.awaitingSince)
+			notice.Wait = j.now.Sub(old.awaitingSince.Time())
 		}
 		r.notices = append(r.notices, notice)
 	}
@@ -260,7 +261,7 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	n.old = n.eligible && (v.state == StateOld || v.state == StateOldDown)
 	if r.cfg.Strategy == rollout.StrategyOTA && np.oldPod != nil && !v.deleting && v.state != StateFailed && v.state != StatePullFailed {
 		if entry.OfferedAt != nil {
-			n.offeredAt = entry.OfferedAt.Time
+			n.offeredAt = unixtime.Of(entry.OfferedAt.Time)
 		} else {
 			n.unoffered = n.eligible
 		}
@@ -302,7 +303,7 @@ func (r *Rollout) add(n *nodeInfo) {
 		r.downs[n.name] = true
 	}
 	if n.verdict.awaitsProof {
-		r.awaiting[n.name] = Awaiting{After: n.verdict.proofAfter, Pod: n.verdict.proofPod}
+		r.awaiting[n.name] = Awaiting{After: n.verdict.proofAfter.Time(), Pod: n.verdict.proofPod}
 	}
 	if n.proof != "" {
 		r.proven[n.proof]++
@@ -364,7 +365,7 @@ func (r *Rollout) remove(n *nodeInfo) {
 	}
 	r.countPull(n, -1)
 	r.countClock(n, -1)
-	n.timerAt = time.Time{}
+	n.timerAt = 0
 }
 
 // wantsPull reports whether the node is a candidate for a pre-download:
@@ -425,8 +426,8 @@ func (r *Rollout) countClock(n *nodeInfo, by int) {
 func (r *Rollout) NextChange() time.Time {
 	for r.timers.Len() > 0 {
 		e := r.timers[0]
-		if n, ok := r.nodes[e.node]; ok && n.timerAt.Equal(e.at) {
-			return e.at
+		if n, ok := r.nodes[e.node]; ok && n.timerAt == e.at {
+			return e.at.Time()
 		}
 		heap.Pop(&r.timers) // stale
 	}
@@ -462,7 +463,7 @@ func (r *Rollout) Count(s State) int {
 // if only an event changes it.
 func (r *Rollout) TimerOf(node string) time.Time {
 	if n, ok := r.nodes[node]; ok {
-		return n.verdict.at
+		return n.verdict.at.Time()
 	}
 	return time.Time{}
 }
@@ -515,9 +516,9 @@ type Notice struct {
 // timeCounts counts nodes by a time; candidates of one DaemonSet share few
 // distinct times (a window's opening per zone, a hold limit), so its
 // earliest and latest are cheap to find.
-type timeCounts map[time.Time]int
+type timeCounts map[unixtime.Time]int
 
-func (tc timeCounts) add(t time.Time, n int) {
+func (tc timeCounts) add(t unixtime.Time, n int) {
 	if tc[t] += n; tc[t] == 0 {
 		delete(tc, t)
 	}
@@ -532,27 +533,29 @@ func (tc timeCounts) total() int {
 }
 
 // earliest and latest are zero when there are no nodes.
-func (tc timeCounts) earliest() (t time.Time) {
+func (tc timeCounts) earliest() time.Time {
+	var t unixtime.Time
 	for at := range tc {
-		if t.IsZero() || at.Before(t) {
+		if t.IsZero() || at < t {
 			t = at
 		}
 	}
-	return t
+	return t.Time()
 }
 
-func (tc timeCounts) latest() (t time.Time) {
+func (tc timeCounts) latest() time.Time {
+	var t unixtime.Time
 	for at := range tc {
-		if at.After(t) {
+		if t.IsZero() || at > t {
 			t = at
 		}
 	}
-	return t
+	return t.Time()
 }
 
 // timerEntry is a node's timer.
 type timerEntry struct {
-	at   time.Time
+	at   unixtime.Time
 	node string
 }
 
@@ -560,7 +563,7 @@ type timerEntry struct {
 type timerHeap []timerEntry
 
 func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
 func (h *timerHeap) Pop() any {
