@@ -4,9 +4,9 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/edgeota/edgeota/apiidentity"
+	"github.com/edgeota/edgeota/internal/metricshttp"
 )
 
 // metricsPath serves the agent's metrics, to viewers once authentication is
@@ -50,7 +50,5 @@ func metricsHandler(identity *APIIdentity, others ...prometheus.Collector) http.
 		registry.MustRegister(identity.modes.vec)
 	}
 	registry.MustRegister(others...)
-	// Uncompressed, as the controller's: a pooled gzip writer would hold
-	// ~800 KB of the agent's heap for good to save bandwidth on its node.
-	return promhttp.HandlerFor(registry, promhttp.HandlerOpts{DisableCompression: true})
+	return metricshttp.Handler(registry)
 }

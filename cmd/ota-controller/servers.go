@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
+
+	"github.com/edgeota/edgeota/internal/metricshttp"
 )
 
 // drainTimeout bounds how long shutdown waits for in-flight scrapes and probes.
@@ -67,10 +68,7 @@ func startServers(ctx context.Context, o options, registry *prometheus.Registry,
 // profiles.
 func metricsMux(o options, registry *prometheus.Registry) *http.ServeMux {
 	metrics := http.NewServeMux()
-	// Uncompressed: the gzip writer a compressed scrape keeps pooled holds
-	// ~800 KB of heap for good (a heap profile at rest), more than the
-	// decisions about 1,500 nodes, to save bandwidth inside the cluster.
-	metrics.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry, DisableCompression: true}))
+	metrics.Handle("/metrics", metricshttp.Handler(registry))
 	if o.profiling {
 		metrics.HandleFunc("/debug/pprof/", pprof.Index)
 		metrics.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

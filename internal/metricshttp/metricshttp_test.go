@@ -1,4 +1,4 @@
-package server
+package metricshttp
 
 import (
 	"net/http"
@@ -10,13 +10,14 @@ import (
 )
 
 // TestMetricsAreServedUncompressed: a scraper asking for gzip gets plain
-// text, so that no gzip writer stays pooled in the agent's heap.
+// text, so that no gzip writer stays pooled in the process's heap.
 func TestMetricsAreServedUncompressed(t *testing.T) {
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeota_test_total", Help: "A test counter."}))
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
-	counter := prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeota_test_total", Help: "A test counter."})
-	metricsHandler(nil, counter).ServeHTTP(rec, req)
+	Handler(registry).ServeHTTP(rec, req)
 	if got := rec.Header().Get("Content-Encoding"); got != "" {
 		t.Errorf("got Content-Encoding %q, want none", got)
 	}
