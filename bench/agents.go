@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/apiidentity"
+	"github.com/edgeota/edgeota/internal/metricshttp"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/server"
 )
@@ -132,7 +132,7 @@ func runAgents(args []string) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(answerer.Results())
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", metricshttp.Handler(registry))
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !synced() {
 			http.Error(w, "caches not synced", http.StatusServiceUnavailable)

@@ -223,6 +223,7 @@ func settledRolloutsHeap() (heapFigure, error) {
 	}
 	now := fleetStart.Add(48 * time.Hour)
 	settledAt := metav1.NewTime(now.Add(-time.Hour))
+	started := unixtime.Of(now.Add(-2 * time.Hour)) // every pod Ready since
 	names := make([]string, cacheNodes)
 	for i := range names {
 		names[i] = fmt.Sprintf("edge-node-%d", i)
@@ -238,9 +239,8 @@ func settledRolloutsHeap() (heapFigure, error) {
 			facts: make(map[string]decision.NodeFacts, cacheNodes), entries: make(map[string]decision.Entry, cacheNodes)}
 		for i, name := range names {
 			pod := &decision.Pod{Namespace: "edge", Name: fmt.Sprintf("app-%d-%s", d, name), UID: types.UID(fmt.Sprintf("uid-%d-%d", d, i)),
-				Node: name, Hash: ds.target.Hash, Created: unixtime.Of(now.Add(-2 * time.Hour)), Bound: true,
-				Health: health.Pod{Ready: true, ContainersReady: true, ReadySince: unixtime.Of(now.Add(-2 * time.Hour)),
-					ContainersReadySince: unixtime.Of(now.Add(-2 * time.Hour))}}
+				Node: name, Hash: ds.target.Hash, Created: started, Bound: true,
+				Health: health.Pod{Ready: true, ContainersReady: true, ReadySince: started, ContainersReadySince: started}}
 			ds.facts[name] = decision.NodeFacts{Node: decision.Node{Name: name, Exists: true, Ready: true, ReadyStatus: "True",
 				Heartbeat: now, Labels: map[string]string{corev1.LabelHostname: name}}, Pods: []*decision.Pod{pod}}
 			ds.entries[name] = decision.Entry{Stage: decision.StageSettled, At: &settledAt, Proof: decision.ProofHeartbeat}

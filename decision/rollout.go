@@ -185,7 +185,7 @@ func (r *Rollout) Build(now time.Time, nodes []string, facts FactsFunc) []Notice
 func (r *Rollout) Refresh(now time.Time, dirty map[string]bool, facts FactsFunc) []Notice {
 	r.notices = r.notices[:0]
 	due := map[string]bool{}
-	for r.timers.Len() > 0 && !r.timers[0].at.Time().After(now) {
+	for at := unixtime.Of(now); r.timers.Len() > 0 && r.timers[0].at <= at; {
 		e := heap.Pop(&r.timers).(timerEntry)
 		if n, ok := r.nodes[e.node]; ok && n.timerAt == e.at {
 			n.timerAt = 0
