@@ -130,7 +130,7 @@ const DaemonPodSelector = podTemplateGenerationLabel
 //     the pre-pull Jobs' pods.
 //   - Jobs: the pre-pull Jobs (PrePullLabel), cached as jobRecords.
 //   - ConfigMaps: the rollout records (record.Label), in the controller's
-//     own namespace.
+//     own namespace, cached without their data (record.Cached).
 //
 // Node Leases are not cached: the controller watches the Leases of the
 // nodes it waits on alone, one watch each, or one for all while it waits on
@@ -176,10 +176,11 @@ func NewInformers(client kubernetes.Interface, recordNamespace string) *Informer
 		return batchinformers.NewFilteredJobInformer(client, metav1.NamespaceAll, resync, jobIndexers, selectPrePull)
 	})
 	return &Informers{
-		Cluster:         cluster,
-		DaemonPods:      daemonPods,
-		PrePull:         prePull,
-		Records:         factory(informers.WithTweakListOptions(selector(recordstore.Label)), informers.WithNamespace(recordNamespace)),
+		Cluster:    cluster,
+		DaemonPods: daemonPods,
+		PrePull:    prePull,
+		Records: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(selector(recordstore.Label)),
+			informers.WithNamespace(recordNamespace), informers.WithTransform(recordstore.Transform)),
 		RecordNamespace: recordNamespace,
 	}
 }

@@ -82,6 +82,9 @@ func cached(obj runtime.Object) any {
 	if pod, ok := obj.(*corev1.Pod); ok && pod.Labels[PrePullLabel] != "true" {
 		return podRecordOf(pod.DeepCopy())
 	}
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		return recordstore.Summarize(cm)
+	}
 	out, _ := Transform(obj.DeepCopyObject())
 	return out
 }

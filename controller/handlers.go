@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	recordstore "github.com/edgeota/edgeota/record"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -74,7 +75,7 @@ func (c *Controller) addHandlers(ds, revisions, pods, prePullPods, nodes, jobs, 
 
 // observeRecord hands a record event to the store.
 func (c *Controller) observeRecord(obj any, deleted bool) {
-	if cm, ok := obj.(*corev1.ConfigMap); ok {
+	if cm, ok := obj.(*recordstore.Cached); ok {
 		if key, rewrite := c.records.Observe(cm, deleted); rewrite {
 			c.recordRewritten(key)
 		}

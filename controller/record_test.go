@@ -2,16 +2,21 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
 
 	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/podcondition"
+	recordstore "github.com/edgeota/edgeota/record"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -123,7 +128,7 @@ func TestDeletedRecordIsRewritten(t *testing.T) {
 		if err := f.client.CoreV1().ConfigMaps(cm.Namespace).Delete(f.ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if queued := f.queuedBy(func() { f.c.observeRecord(cm, true) }); !slices.Contains(queued, testDSKey) {
+		if queued := f.queuedBy(func() { f.c.observeRecord(recordstore.Summarize(cm), true) }); !slices.Contains(queued, testDSKey) {
 			t.Errorf("got %v queued by the deletion, want %s", queued, testDSKey)
 		}
 	}
@@ -138,6 +143,32 @@ func TestDeletedRecordIsRewritten(t *testing.T) {
 	var e decision.Entry
 	if err := json.Unmarshal([]byte(again["node-0"]), &e); err != nil || e.Stage != decision.StageFailed {
 		t.Errorf("got node-0's entry %q rewritten, want its failure", again["node-0"])
+	}
+}
+
+// TestUnreadableRecordActsOnNothing: a record that cannot be read (the
+// cache holds none of its data) fails the sync, to be retried: it is never
+// taken for a new record, which would forget the failures it holds.
+func TestUnreadableRecordActsOnNothing(t *testing.T) {
+	ds := advancedDaemonSet("2", withAnnotation(rollout.MaxFailedAnnotation, "1"))
+	objs := append(cluster(ds, readyNodes(3)), recordOf(map[string]decision.Entry{"node-0": failedEntry("crash")}))
+	f := newFixture(t, objs...)
+	f.client.PrependReactor("list", "configmaps", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, fmt.Errorf("etcdserver: request timed out")
+	})
+	if err := f.syncErr(); err == nil || !strings.Contains(err.Error(), "request timed out") {
+		t.Errorf("got %v, want the read's error", err)
+	}
+	if got := f.allWrites(); len(got) != 0 {
+		t.Errorf("got %d writes, want none: %v", len(got), got)
+	}
+	f.client.ReactionChain = f.client.ReactionChain[1:]
+	f.sync()
+	if e := f.recordEntries()["node-0"]; e.Stage != decision.StageFailed {
+		t.Errorf("read at the retry: got node-0 %+v, want its failure", e)
+	}
+	if got := f.deletedPods(); len(got) != 0 {
+		t.Errorf("got %v deleted, want none: node-0's failure halts the rollout at max-failed 1", got)
 	}
 }
 

@@ -125,7 +125,7 @@ func TestRecordsOfADeletedDaemonSetDeleted(t *testing.T) {
 		t.Fatalf("got no record written, want the in-flight entries")
 	}
 	for _, obj := range records {
-		if err := f.indexer(obj).Add(obj); err != nil {
+		if err := f.indexer(obj).Add(cached(obj)); err != nil {
 			t.Fatal(err)
 		}
 	}

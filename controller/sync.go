@@ -122,7 +122,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	t := c.trackerFor(key)
 	now := c.now()
 	statusValue, published := c.statuses.current(key, ds)
-	r := c.refresh(ctx, t, ds, key, cfg, target, published, now)
+	r, err := c.refresh(ctx, t, ds, key, cfg, target, published, now)
+	if err != nil {
+		return err
+	}
 	d := r.Decide(now)
 
 	c.heartbeats.set(key, r.Awaiting())
@@ -147,9 +150,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // refresh brings the DaemonSet's Rollout up to date at now: built afresh on
 // the first sync, a new leader, a new target or a changed basis (its
 // template, annotations: as a fresh controller builds it), else the dirty
-// nodes and those whose timer is due judged again.
+// nodes and those whose timer is due judged again. It fails only when the
+// record cannot be read; the next sync builds the Rollout afresh.
 func (c *Controller) refresh(ctx context.Context, t *tracker, ds *appsv1.DaemonSet, key string, cfg decision.Settings,
-	target decision.Target, published *rollout.Status, now time.Time) *decision.Rollout {
+	target decision.Target, published *rollout.Status, now time.Time) (*decision.Rollout, error) {
 	t.mu.Lock()
 	rec, uid := t.record, t.uid
 	dirty := t.dirty
@@ -165,8 +169,11 @@ func (c *Controller) refresh(ctx context.Context, t *tracker, ds *appsv1.DaemonS
 		if rec != nil {
 			c.records.Forget(rec)
 		}
-		var stale []string
-		rec, stale = c.records.Load(ds.UID, key, target, published)
+		loaded, stale, err := c.records.Load(ctx, ds.UID, key, target, published)
+		if err != nil {
+			return nil, err
+		}
+		rec = loaded
 		if rec.Lost > 0 {
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonRecordLost,
 				"The rollout status published %d more failed nodes of revision %d than the rollout record in namespace %s holds (deleted while no controller ran); they are counted, and the rollout stays halted until %s is raised or the template changes",
@@ -186,10 +193,10 @@ func (c *Controller) refresh(ctx context.Context, t *tracker, ds *appsv1.DaemonS
 		rec.Adopt = false
 		c.notice(ds, r.Build(now, c.nodesOf(ds.UID, key), facts))
 		t.rollout, t.basis = r, basis
-		return r
+		return r, nil
 	}
 	c.notice(ds, t.rollout.Refresh(now, dirty, facts))
-	return t.rollout
+	return t.rollout, nil
 }
 
 // rolloutBasis is what a Rollout depends on beyond its nodes: a change to any

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -80,11 +80,13 @@ type Store struct {
 
 	mu      sync.Mutex
 	records map[types.UID]*Record
+	// wholeWrites serialises the writes of whole ConfigMaps (Write).
+	wholeWrites sync.Mutex
 }
 
-// NewStore returns the store of the records in namespace, read from indexer
-// (an informer of the ConfigMaps labelled Label there, indexed by ByOwner)
-// and written through client.
+// NewStore returns the store of the records in namespace, found through
+// indexer (an informer of the ConfigMaps labelled Label there, through
+// Transform, indexed by ByOwner), read and written through client.
 // written is told each write's size; foreign the DaemonSet key of a record
 // someone else deleted or changed (see Observe).
 func NewStore(client kubernetes.Interface, namespace string, indexer cache.Indexer, fieldManager string,
@@ -102,9 +104,10 @@ func NewStore(client kubernetes.Interface, namespace string, indexer cache.Index
 // ByOwner is the index of record ConfigMaps by their DaemonSet's UID.
 const ByOwner = "recordOwner"
 
-// IndexByOwner indexes record ConfigMaps by the UID of their DaemonSet.
+// IndexByOwner indexes record ConfigMaps (Cached) by the UID of their
+// DaemonSet.
 func IndexByOwner(obj any) ([]string, error) {
-	if cm, ok := obj.(*corev1.ConfigMap); ok {
+	if cm, ok := obj.(*Cached); ok {
 		if uid := cm.Labels[Label]; uid != "" {
 			return []string{uid}, nil
 		}
@@ -158,7 +161,10 @@ type shard struct {
 	stored   map[string]uint64
 	storedRV string
 	// dirty are the keys whose value may differ from what is stored.
-	dirty     map[string]bool
+	dirty map[string]bool
+	// foreign: the ConfigMap holds content someone else wrote, known only by
+	// its digest; the next write replaces its data whole.
+	foreign   bool
 	lastWrite time.Time
 	// writing: a write is under way; its answer tells what the ConfigMap
 	// holds, so events meanwhile are left to it.
@@ -196,24 +202,22 @@ func parseShardName(name string, dsUID types.UID, target decision.Target) (class
 	return c, i, err == nil && i >= 0 && strconv.Itoa(i) == rest
 }
 
-func hashOf(value string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(value))
-	return h.Sum64()
-}
-
-// Load rebuilds the record of the DaemonSet's target from the record
-// ConfigMaps in the cache, and returns the names of those about other
-// revisions, to be deleted. An entry that does not parse is a fault of
+// Load rebuilds the record of the DaemonSet's target from its record
+// ConfigMaps as the API server holds them (the cache keeps no data), and
+// returns the names of those about other revisions, to be deleted. An entry that does not parse is a fault of
 // whoever wrote it: it is skipped and removed at the next write. published
 // is the rollout status the controller last published: a record holding
 // fewer failures of the same revision than it shows lost some, and those
 // the status names are taken over, the rest counted as lost. A record
 // without meta is new: its meta is set (now, written before anything else)
 // and Adopt is set.
-func (s *Store) Load(dsUID types.UID, dsKey string, target decision.Target, published *rollout.Status) (*Record, []string) {
+func (s *Store) Load(ctx context.Context, dsUID types.UID, dsKey string, target decision.Target, published *rollout.Status) (*Record, []string, error) {
+	list, err := s.client.CoreV1().ConfigMaps(s.namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{Label: string(dsUID)}).String()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the rollout record of daemonset %s: %w", dsKey, err)
+	}
 	r := &Record{dsUID: dsUID, dsKey: dsKey, target: target, placed: map[string]*shard{}, moving: map[string]*shard{}}
-	objs, _ := s.indexer.ByIndex(ByOwner, string(dsUID))
 	var stale []string
 	entries := map[string]decision.Entry{}
 	var meta *decision.Meta
@@ -223,8 +227,8 @@ func (s *Store) Load(dsUID types.UID, dsKey string, target decision.Target, publ
 		value string
 	}
 	where := map[string]found{}
-	for _, obj := range objs {
-		cm := obj.(*corev1.ConfigMap)
+	for i := range list.Items {
+		cm := &list.Items[i]
 		c, i, ok := parseShardName(cm.Name, dsUID, target)
 		if !ok || cm.Labels[hashLabel] != target.Hash {
 			stale = append(stale, cm.Name)
@@ -285,7 +289,7 @@ func (s *Store) Load(dsUID types.UID, dsKey string, target decision.Target, publ
 	s.mu.Lock()
 	s.records[dsUID] = r
 	s.mu.Unlock()
-	return r, stale
+	return r, stale, nil
 }
 
 // takeOverPublished keeps the failures the rollout status published for the
@@ -436,6 +440,14 @@ func (r *Record) Pending() (any, urgent bool) {
 	return len(r.moving) > 0, r.urgent
 }
 
+// whole reports whether a write of the record would write a ConfigMap
+// whole: one not created yet, or someone else's content to replace.
+func (r *Record) whole() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.shards, func(sh *shard) bool { return !sh.created || sh.foreign })
+}
+
 // Durable reports whether the node's entry is written as the ledger holds
 // it.
 func (r *Record) Durable(node string) bool {
@@ -453,6 +465,15 @@ func (r *Record) Durable(node string) bool {
 func (s *Store) Write(ctx context.Context, r *Record) (time.Duration, error) {
 	r.writing.Lock()
 	defer r.writing.Unlock()
+	if r.whole() {
+		// A whole ConfigMap is written one record at a time: a controller
+		// adopting many settled DaemonSets at start (every node's entry,
+		// about 160 KB at 2,000 nodes, each) would otherwise hold all of
+		// them at once, with their requests, answers and the watch's
+		// copies: its peak memory.
+		s.wholeWrites.Lock()
+		defer s.wholeWrites.Unlock()
+	}
 	var wait time.Duration
 	var errs []error
 	for _, c := range []class{progress, active} {
@@ -477,8 +498,11 @@ func (s *Store) Write(ctx context.Context, r *Record) (time.Duration, error) {
 type shardWrite struct {
 	sh      *shard
 	created bool
+	// whole: data replaces the ConfigMap's (created, or foreign); else
+	// changes are merged into it.
+	whole   bool
 	changes map[string]*string // nil removes the key
-	data    map[string]string  // every value, for a create
+	data    map[string]string  // every value, for a whole write
 }
 
 // collect gathers the writes due for the record's ConfigMaps of class c,
@@ -489,7 +513,8 @@ func (s *Store) collect(r *Record, c class, wait *time.Duration) []shardWrite {
 	now := s.now()
 	var out []shardWrite
 	for _, sh := range r.shards {
-		if sh.class != c || len(sh.dirty) == 0 && sh.created {
+		whole := !sh.created || sh.foreign
+		if sh.class != c || len(sh.dirty) == 0 && !whole {
 			continue
 		}
 		if c == progress && !sh.lastWrite.IsZero() {
@@ -500,7 +525,7 @@ func (s *Store) collect(r *Record, c class, wait *time.Duration) []shardWrite {
 				continue
 			}
 		}
-		w := shardWrite{sh: sh, created: sh.created, changes: map[string]*string{}}
+		w := shardWrite{sh: sh, created: sh.created, whole: whole, changes: map[string]*string{}}
 		for key := range sh.dirty {
 			var value *string
 			if sh.nodes[key] {
@@ -517,7 +542,7 @@ func (s *Store) collect(r *Record, c class, wait *time.Duration) []shardWrite {
 			}
 			w.changes[key] = value
 		}
-		if !sh.created {
+		if whole {
 			w.data = map[string]string{}
 			for key := range sh.nodes {
 				if v, err := r.value(key); err == nil {
@@ -566,7 +591,15 @@ func (s *Store) writeShard(ctx context.Context, r *Record, w shardWrite) error {
 		cm      *corev1.ConfigMap
 		err     error
 		written = w.changes
+		// replace: the ConfigMap exists and its data is replaced whole.
+		replace = w.whole && w.created
 	)
+	if w.whole {
+		written = map[string]*string{}
+		for k, v := range w.data {
+			written[k] = &v
+		}
+	}
 	if !w.created {
 		cm, err = cms.Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
@@ -577,25 +610,30 @@ func (s *Store) writeShard(ctx context.Context, r *Record, w shardWrite) error {
 			},
 			Data: w.data,
 		}, metav1.CreateOptions{FieldManager: s.fieldManager})
-		written = map[string]*string{}
-		for k, v := range w.data {
-			written[k] = &v
-		}
 		if apierrors.IsAlreadyExists(err) {
 			// Created by a write this process does not remember (its
-			// predecessor's, or one whose answer was lost): merge into it,
-			// every key.
-			cm, err = nil, nil
+			// predecessor's, or one whose answer was lost): replaced.
+			cm, err, replace = nil, nil, true
 		} else if err != nil {
 			return fmt.Errorf("creating rollout record %s/%s: %w", s.namespace, sh.name, err)
 		}
 	}
 	if cm == nil {
-		patch, perr := json.Marshal(map[string]any{"data": written})
+		patchType, body := types.MergePatchType, any(map[string]any{"data": written})
+		if replace {
+			// A strategic merge patch's directive replaces the whole map:
+			// keys someone else added go too, with no read first.
+			data := map[string]any{"$patch": "replace"}
+			for k, v := range w.data {
+				data[k] = v
+			}
+			patchType, body = types.StrategicMergePatchType, map[string]any{"data": data}
+		}
+		patch, perr := json.Marshal(body)
 		if perr != nil {
 			return fmt.Errorf("encoding the rollout record patch: %w", perr)
 		}
-		cm, err = cms.Patch(ctx, sh.name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: s.fieldManager})
+		cm, err = cms.Patch(ctx, sh.name, patchType, patch, metav1.PatchOptions{FieldManager: s.fieldManager})
 		if apierrors.IsNotFound(err) {
 			// Deleted behind our back: created again, whole, at the next
 			// write.
@@ -616,8 +654,8 @@ func (s *Store) writeShard(ctx context.Context, r *Record, w shardWrite) error {
 
 	r.mu.Lock()
 	expected := maps.Clone(sh.stored)
-	if !w.created {
-		clear(expected) // a new ConfigMap, or one merged into: only our keys
+	if w.whole {
+		clear(expected) // a new ConfigMap, or one replaced: only our keys
 	}
 	for k, v := range written {
 		if v == nil {
@@ -626,7 +664,7 @@ func (s *Store) writeShard(ctx context.Context, r *Record, w shardWrite) error {
 			expected[k] = hashOf(*v)
 		}
 	}
-	sh.created, sh.lastWrite = true, s.now()
+	sh.created, sh.foreign, sh.lastWrite = true, false, s.now()
 	sh.take(cm)
 	for key, value := range written {
 		// Written as it stands, unless it changed meanwhile.
@@ -643,6 +681,8 @@ func (s *Store) writeShard(ctx context.Context, r *Record, w shardWrite) error {
 	}
 	foreign := !maps.Equal(expected, sh.stored)
 	if foreign {
+		// Someone else's keys merged in meanwhile (a patch's answer shows
+		// the whole ConfigMap): ours written again, theirs removed.
 		for k := range sh.nodes {
 			sh.dirty[k] = true
 		}
@@ -680,11 +720,11 @@ func (sh *shard) lost() {
 
 // Observe takes an event of the records' informer (deleted: the ConfigMap is
 // gone). A ConfigMap of a live record that someone else deleted, or changed
-// to other content, is marked to be written again from the ledger: it
-// returns the DaemonSet's key and true then, for the caller to requeue it and
-// say so. The controller's own writes come back on the same watch, with the
-// content it wrote: they change nothing.
-func (s *Store) Observe(cm *corev1.ConfigMap, deleted bool) (dsKey string, rewrite bool) {
+// to other content (another digest), is marked to be written again from the
+// ledger: it returns the DaemonSet's key and true then, for the caller to
+// requeue it and say so. The controller's own writes come back on the same
+// watch, with the content it wrote: they change nothing.
+func (s *Store) Observe(cm *Cached, deleted bool) (dsKey string, rewrite bool) {
 	s.mu.Lock()
 	r := s.records[types.UID(cm.Labels[Label])]
 	s.mu.Unlock()
@@ -715,23 +755,15 @@ func (s *Store) Observe(cm *corev1.ConfigMap, deleted bool) (dsKey string, rewri
 	if !newer(cm.ResourceVersion, sh.storedRV) {
 		return "", false // an older state than the last answer
 	}
-	same := len(cm.Data) == len(sh.stored)
-	for k, v := range cm.Data {
-		if h, ok := sh.stored[k]; !ok || h != hashOf(v) {
-			same = false
-		}
-	}
-	sh.take(cm)
-	if same {
+	sh.storedRV = cm.ResourceVersion
+	if cm.Keys == len(sh.stored) && cm.Digest == digestOf(sh.stored) {
 		return "", false // metadata only: the content is ours
 	}
+	// Other content, known only by its digest: replaced whole at the next
+	// write, every key of ours with it.
+	sh.foreign = true
 	for k := range sh.nodes {
 		sh.dirty[k] = true
-	}
-	for k := range sh.stored {
-		if !sh.nodes[k] {
-			sh.dirty[k] = true
-		}
 	}
 	return r.dsKey, true
 }
@@ -766,7 +798,9 @@ func (s *Store) Of(dsUID types.UID) []string {
 	objs, _ := s.indexer.ByIndex(ByOwner, string(dsUID))
 	names := make([]string, 0, len(objs))
 	for _, obj := range objs {
-		names = append(names, obj.(*corev1.ConfigMap).Name)
+		if cm, ok := obj.(*Cached); ok {
+			names = append(names, cm.Name)
+		}
 	}
 	slices.Sort(names)
 	return names
@@ -777,8 +811,8 @@ func (s *Store) Of(dsUID types.UID) []string {
 func (s *Store) Orphans(live map[types.UID]bool) []string {
 	var stale []string
 	for _, obj := range s.indexer.List() {
-		cm := obj.(*corev1.ConfigMap)
-		if uid := cm.Labels[Label]; uid != "" && !live[types.UID(uid)] {
+		cm, ok := obj.(*Cached)
+		if uid := cm.Labels[Label]; ok && uid != "" && !live[types.UID(uid)] {
 			stale = append(stale, cm.Name)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -51,7 +52,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	f := &fixture{t: t, ctx: ctx, client: fake.NewClientset(objs...), now: t0,
 		indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{ByOwner: IndexByOwner})}
 	for _, obj := range objs {
-		if err := f.indexer.Add(obj); err != nil {
+		if err := f.indexer.Add(Summarize(obj.(*corev1.ConfigMap))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,6 +73,16 @@ func (f *fixture) stored() map[string]*corev1.ConfigMap {
 		out[list.Items[i].Name] = &list.Items[i]
 	}
 	return out
+}
+
+// load loads the test DaemonSet's record of target.
+func (f *fixture) load(published *rollout.Status) (*Record, []string) {
+	f.t.Helper()
+	r, stale, err := f.store.Load(f.ctx, dsUID, dsKey, target, published)
+	if err != nil {
+		f.t.Fatalf("load: %v", err)
+	}
+	return r, stale
 }
 
 func (f *fixture) write(r *Record) time.Duration {
@@ -103,7 +114,7 @@ func name(c string) string { return fmt.Sprintf("edgeota-rollout-%s-2-%s", dsUID
 // anything else: urgent.
 func TestNewRecordWritesItsMetaFirst(t *testing.T) {
 	f := newFixture(t)
-	r, stale := f.store.Load(dsUID, dsKey, target, nil)
+	r, stale := f.load(nil)
 	if !r.Adopt || len(stale) != 0 {
 		t.Fatalf("got adopt %v, stale %v; want a new record, nothing stale", r.Adopt, stale)
 	}
@@ -115,8 +126,7 @@ func TestNewRecordWritesItsMetaFirst(t *testing.T) {
 	if cm == nil || cm.Data[metaKey] == "" || cm.Labels[Label] != string(dsUID) {
 		t.Fatalf("got %+v, want the first record ConfigMap with the meta", cm)
 	}
-	f.indexer.Add(cm)
-	again, _ := f.store.Load(dsUID, dsKey, target, nil)
+	again, _ := f.load(nil)
 	if again.Adopt || !again.Ledger.Meta().TargetSince.Time.Equal(t0) {
 		t.Errorf("read back: got adopt %v, target since %s; want a known record first seen at %s", again.Adopt, again.Ledger.Meta().TargetSince, t0)
 	}
@@ -128,7 +138,7 @@ func TestNewRecordWritesItsMetaFirst(t *testing.T) {
 // how long.
 func TestActiveAndProgressKeptApart(t *testing.T) {
 	f := newFixture(t)
-	r, _ := f.store.Load(dsUID, dsKey, target, nil)
+	r, _ := f.load(nil)
 	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
 	r.Ledger.Set("b", entryAt(decision.StageInFlight, t0), true)
 	r.Ledger.Set("c", entryAt(decision.StageSettled, t0), false)
@@ -170,7 +180,7 @@ func TestActiveAndProgressKeptApart(t *testing.T) {
 // restarted in between finds it; read back, the later stage wins.
 func TestMoveRemovesTheStaleKeyOnceTheNewPlaceHoldsIt(t *testing.T) {
 	f := newFixture(t)
-	r, _ := f.store.Load(dsUID, dsKey, target, nil)
+	r, _ := f.load(nil)
 	r.Ledger.Set("n", entryAt(decision.StageSettled, t0), false) // the progress ConfigMap exists
 	r.Ledger.Set("m", entryAt(decision.StageInFlight, t0), true)
 	f.write(r)
@@ -181,10 +191,7 @@ func TestMoveRemovesTheStaleKeyOnceTheNewPlaceHoldsIt(t *testing.T) {
 		t.Fatalf("got m removed from the active ConfigMap before its settled entry was written")
 	}
 	// Read back now (a restart in between): in flight still.
-	for _, cm := range f.stored() {
-		f.indexer.Update(cm)
-	}
-	between, _ := f.store.Load(dsUID, dsKey, target, nil)
+	between, _ := f.load(nil)
 	if e, _ := between.Ledger.Entry("m"); e.Stage != decision.StageInFlight {
 		t.Errorf("read back between: got %+v, want in flight", e)
 	}
@@ -197,9 +204,10 @@ func TestMoveRemovesTheStaleKeyOnceTheNewPlaceHoldsIt(t *testing.T) {
 	// Both keys present (a move cut short): the later stage wins.
 	both := cms[name("0")].DeepCopy()
 	both.Data["m"] = mustJSON(entryAt(decision.StageInFlight, t0))
-	f.indexer.Update(both)
-	f.indexer.Update(cms[name("p0")])
-	read, _ := f.store.Load(dsUID, dsKey, target, nil)
+	if _, err := f.client.CoreV1().ConfigMaps(ns).Update(f.ctx, both, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	read, _ := f.load(nil)
 	if e, _ := read.Ledger.Entry("m"); e.Stage != decision.StageSettled {
 		t.Errorf("both read back: got %+v, want settled", e)
 	}
@@ -218,7 +226,7 @@ func mustJSON(v any) string {
 // and read back exactly.
 func TestRecordFitsTheAPIAtTenThousandFailures(t *testing.T) {
 	f := newFixture(t)
-	r, _ := f.store.Load(dsUID, dsKey, target, nil)
+	r, _ := f.load(nil)
 	names := make([]string, 10000)
 	for i := range names {
 		names[i] = fmt.Sprintf("%0253d", i)
@@ -237,9 +245,8 @@ func TestRecordFitsTheAPIAtTenThousandFailures(t *testing.T) {
 		if size > 1<<20 {
 			t.Errorf("got %s holding %d bytes, want at most 1 MiB", cm.Name, size)
 		}
-		f.indexer.Add(cm)
 	}
-	read, stale := f.store.Load(dsUID, dsKey, target, nil)
+	read, stale := f.load(nil)
 	got, _ := read.Ledger.FailedNodes()
 	if len(stale) != 0 || read.Ledger.Failed() != len(names) || !slices.Equal(got, names) {
 		t.Errorf("read back %d failed nodes (stale %v), want exactly the %d written", read.Ledger.Failed(), stale, len(names))
@@ -253,7 +260,7 @@ func TestDeletedRecordRewritten(t *testing.T) {
 	for _, how := range []string{"watch", "write"} {
 		t.Run(how, func(t *testing.T) {
 			f := newFixture(t)
-			r, _ := f.store.Load(dsUID, dsKey, target, nil)
+			r, _ := f.load(nil)
 			r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
 			f.write(r)
 			cm := f.stored()[name("0")]
@@ -261,7 +268,7 @@ func TestDeletedRecordRewritten(t *testing.T) {
 				t.Fatal(err)
 			}
 			if how == "watch" {
-				if key, rewrite := f.store.Observe(cm, true); !rewrite || key != dsKey {
+				if key, rewrite := f.store.Observe(Summarize(cm), true); !rewrite || key != dsKey {
 					t.Fatalf("got %q, %v from the deletion, want %q, true", key, rewrite, dsKey)
 				}
 			} else {
@@ -287,11 +294,11 @@ func TestDeletedRecordRewritten(t *testing.T) {
 // coming back on the same watch, change nothing.
 func TestForeignChangeRewritten(t *testing.T) {
 	f := newFixture(t)
-	r, _ := f.store.Load(dsUID, dsKey, target, nil)
+	r, _ := f.load(nil)
 	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
 	f.write(r)
 	own := f.stored()[name("0")]
-	if _, rewrite := f.store.Observe(own, false); rewrite {
+	if _, rewrite := f.store.Observe(Summarize(own), false); rewrite {
 		t.Errorf("got the controller's own write taken for someone else's")
 	}
 	tampered := own.DeepCopy()
@@ -301,7 +308,7 @@ func TestForeignChangeRewritten(t *testing.T) {
 	if _, err := f.client.CoreV1().ConfigMaps(ns).Update(f.ctx, tampered, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, rewrite := f.store.Observe(tampered, false); !rewrite {
+	if _, rewrite := f.store.Observe(Summarize(tampered), false); !rewrite {
 		t.Fatalf("got a tampered record not rewritten")
 	}
 	f.write(r)
@@ -319,7 +326,7 @@ func TestLostFailuresCounted(t *testing.T) {
 	f := newFixture(t)
 	published := &rollout.Status{Revision: 2, Hash: "new222", Failed: rollout.FailedNodes{Count: 12,
 		Nodes: []string{"n0", "n1"}, Reasons: map[string]string{"n0": "crash"}}}
-	r, _ := f.store.Load(dsUID, dsKey, target, published)
+	r, _ := f.load(published)
 	if r.Lost != 12 || r.Ledger.Failed() != 12 {
 		t.Fatalf("got lost %d, failed %d; want 12 and 12", r.Lost, r.Ledger.Failed())
 	}
@@ -332,7 +339,7 @@ func TestLostFailuresCounted(t *testing.T) {
 	// Another revision's status says nothing of this one.
 	other := *published
 	other.Revision = 3
-	if r, _ := newFixture(t).store.Load(dsUID, dsKey, target, &other); r.Lost != 0 || r.Ledger.Failed() != 0 {
+	if r, _ := newFixture(t).load(&other); r.Lost != 0 || r.Ledger.Failed() != 0 {
 		t.Errorf("another revision: got lost %d, failed %d; want none", r.Lost, r.Ledger.Failed())
 	}
 }
@@ -346,7 +353,7 @@ func TestOtherRevisionsAreStale(t *testing.T) {
 		Labels: map[string]string{Label: string(dsUID), hashLabel: "new222"}},
 		Data: map[string]string{"bad": "not json", "good": mustJSON(entryAt(decision.StageFailed, t0)), metaKey: mustJSON(decision.Meta{TargetSince: metav1.NewTime(t0)})}}
 	f := newFixture(t, old, cur)
-	r, stale := f.store.Load(dsUID, dsKey, target, nil)
+	r, stale := f.load(nil)
 	if !slices.Equal(stale, []string{old.Name}) {
 		t.Errorf("got stale %v, want [%s]", stale, old.Name)
 	}
@@ -356,5 +363,114 @@ func TestOtherRevisionsAreStale(t *testing.T) {
 	f.write(r)
 	if cm := f.stored()[name("0")]; cm.Data["bad"] != "" {
 		t.Errorf("got %v, want the unreadable entry removed", cm.Data)
+	}
+}
+
+// TestCachedHoldsNoData: the informer keeps a record ConfigMap's name,
+// labels and a digest of its data; the same data in any order has the same
+// digest, any change another one; Transform takes its own output.
+func TestCachedHoldsNoData(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name("0"), ResourceVersion: "7",
+		Labels: map[string]string{Label: string(dsUID)}}, Data: map[string]string{"a": "1", "b": "2"}}
+	out, err := Transform(cm)
+	c, ok := out.(*Cached)
+	if err != nil || !ok || c.Name != cm.Name || c.ResourceVersion != "7" || c.Labels[Label] != string(dsUID) || c.Keys != 2 {
+		t.Fatalf("got %#v, %v; want the ConfigMap's name, resourceVersion, labels and 2 keys", out, err)
+	}
+	if again, _ := Transform(c); again != c {
+		t.Errorf("got %#v transforming a Cached, want it unchanged", again)
+	}
+	if want := digestOf(map[string]uint64{"b": hashOf("2"), "a": hashOf("1")}); c.Digest != want {
+		t.Errorf("got digest %x, want %x: the digest of the hashes a shard keeps", c.Digest, want)
+	}
+	for _, data := range []map[string]string{{"a": "1", "b": "3"}, {"a": "2", "b": "1"}, {"a": "1"}, {"a": "1", "b": "2", "c": ""}} {
+		other := cm.DeepCopy()
+		other.Data = data
+		if d := Summarize(other); d.Digest == c.Digest && d.Keys == c.Keys {
+			t.Errorf("got data %v taken for %v", data, cm.Data)
+		}
+	}
+}
+
+// TestLoadReadsTheAPIServer: the cache holds no data, so a record is read
+// from the API server, and a failed read is an error, not an empty record
+// (which would be adopted as new).
+func TestLoadReadsTheAPIServer(t *testing.T) {
+	f := newFixture(t)
+	r, _ := f.load(nil)
+	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
+	f.write(r)
+	if f.indexer.List() != nil && len(f.indexer.List()) != 0 {
+		t.Fatalf("got %d cached objects, want an empty cache", len(f.indexer.List()))
+	}
+	again, _ := f.load(nil)
+	if again.Adopt || again.Ledger.Failed() != 1 {
+		t.Errorf("got adopt %v, %d failed; want the record read back with its failure", again.Adopt, again.Ledger.Failed())
+	}
+	f.client.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, fmt.Errorf("connection refused")
+	})
+	if r, _, err := f.store.Load(f.ctx, dsUID, dsKey, target, nil); err == nil || r != nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("got %v, %v; want no record and the error", r, err)
+	}
+}
+
+// TestCreateOverAnExistingConfigMapReplacesIt: a ConfigMap the store would
+// create that exists already (created by a write whose answer was lost)
+// is replaced whole: keys someone else put there go.
+func TestCreateOverAnExistingConfigMapReplacesIt(t *testing.T) {
+	f := newFixture(t)
+	r, _ := f.load(nil)
+	if _, err := f.client.CoreV1().ConfigMaps(ns).Create(f.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name("0")},
+		Data: map[string]string{"x": "{}"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
+	f.write(r)
+	cm := f.stored()[name("0")]
+	if cm.Data["a"] == "" || cm.Data[metaKey] == "" || cm.Data["x"] != "" {
+		t.Errorf("got %v, want a and the meta only", cm.Data)
+	}
+	if _, rewrite := f.store.Observe(Summarize(cm), false); rewrite || len(f.foreign) != 0 {
+		t.Errorf("got the replaced ConfigMap taken for someone else's (told %v)", f.foreign)
+	}
+}
+
+// TestWholeWritesOneAtATime: writing a ConfigMap whole (a record's first
+// write) waits for any other whole write; writing changes into created
+// ConfigMaps never waits for one.
+func TestWholeWritesOneAtATime(t *testing.T) {
+	f := newFixture(t)
+	created, _ := f.load(nil)
+	f.write(created)
+	created.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
+
+	other, _, err := f.store.Load(f.ctx, "other-uid", "default/other", target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store.wholeWrites.Lock() // another record's whole write under way
+	done := make(chan error)
+	go func() { _, err := f.store.Write(f.ctx, other); done <- err }()
+	f.write(created) // changes only: not held up
+	if f.stored()[name("0")].Data["a"] == "" {
+		t.Fatalf("got a not written, want it merged while a whole write is under way")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("got the new record written (%v) while another whole write was under way, want it waiting", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	f.store.wholeWrites.Unlock()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("got the new record's write still waiting after the other ended")
+	}
+	if len(f.stored()) != 2 {
+		t.Errorf("got %d record ConfigMaps, want both records' first", len(f.stored()))
 	}
 }
