@@ -144,7 +144,20 @@ func (e *expectations) expectWrite(pod types.UID, kind writeKind, resourceVersio
 func (e *expectations) writeFailed(pod types.UID, kind writeKind) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.writes, writeKey{pod, kind})
+	e.dropWrite(writeKey{pod, kind})
+}
+
+// dropWrite drops one expected write (e.mu held). Emptied, the map is made
+// anew: Go's maps keep their buckets, and a fresh controller writing a
+// fleet's conditions at once would hold room for all of them for good.
+func (e *expectations) dropWrite(k writeKey) {
+	if _, ok := e.writes[k]; !ok {
+		return
+	}
+	delete(e.writes, k)
+	if len(e.writes) == 0 {
+		e.writes = map[writeKey]string{}
+	}
 }
 
 // pendingWrite reports whether a write of kind on the pod, cached at
@@ -156,7 +169,7 @@ func (e *expectations) pendingWrite(pod types.UID, kind writeKind, resourceVersi
 	k := writeKey{pod, kind}
 	rv, ok := e.writes[k]
 	if ok && rv != resourceVersion {
-		delete(e.writes, k)
+		e.dropWrite(k)
 		return false
 	}
 	return ok
@@ -172,7 +185,7 @@ func (e *expectations) observed(pod types.UID, resourceVersion string) {
 	defer e.mu.Unlock()
 	for k := writeNeedUpgrade; k <= writeChallenge; k++ {
 		if rv, ok := e.writes[writeKey{pod, k}]; ok && rv != resourceVersion {
-			delete(e.writes, writeKey{pod, k})
+			e.dropWrite(writeKey{pod, k})
 		}
 	}
 }
@@ -182,7 +195,7 @@ func (e *expectations) forgetPod(pod types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k := writeNeedUpgrade; k <= writeChallenge; k++ {
-		delete(e.writes, writeKey{pod, k})
+		e.dropWrite(writeKey{pod, k})
 	}
 }
 

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -150,5 +152,26 @@ func TestPodUpdateDropsExpectationsItMovedPast(t *testing.T) {
 	f.update(moved)
 	if got := len(f.c.expect.writes); got != 0 {
 		t.Errorf("got %d writes expected after the cache moved past them, want 0", got)
+	}
+}
+
+// TestEmptiedExpectationsLetGoOfTheirRoom: once the writes a fresh
+// controller made across the fleet are all seen, the map that held them is
+// made anew, so that its buckets (Go's maps never shrink) are freed.
+func TestEmptiedExpectationsLetGoOfTheirRoom(t *testing.T) {
+	e := newExpectations()
+	for i := range 1000 {
+		e.expectWrite(types.UID(fmt.Sprint(i)), writeNeedUpgrade, "1")
+	}
+	grown := reflect.ValueOf(e.writes).UnsafePointer()
+	for i := range 999 {
+		e.observed(types.UID(fmt.Sprint(i)), "2")
+	}
+	if reflect.ValueOf(e.writes).UnsafePointer() != grown {
+		t.Fatalf("got the map replaced with one write still expected, want it kept")
+	}
+	e.forgetPod("999")
+	if len(e.writes) != 0 || reflect.ValueOf(e.writes).UnsafePointer() == grown {
+		t.Errorf("got %d writes in the grown map, want an empty map made anew", len(e.writes))
 	}
 }

@@ -18,10 +18,14 @@
 //     once the second holds it, so that a controller restarted in between
 //     finds it in one or both; read back, the later stage wins
 //     (decision.Stage.Rank).
+//   - reads: a record is read from the API server when a rollout is
+//     (re)built (Load); the controller's informer holds each ConfigMap
+//     without its data (Cached: name, labels, a digest of the data), which
+//     is all that finding and watching them needs.
 //   - loss: the store knows what each ConfigMap holds (the answer to its own
 //     last write); a ConfigMap deleted, or changed by anyone else (a newer
-//     resourceVersion, with other content), is rewritten from the ledger,
-//     and the caller told, for a Warning event.
+//     resourceVersion, with another digest), is rewritten from the ledger,
+//     whole, and the caller told, for a Warning event.
 //   - a restarted controller that published more failures (in the rollout
 //     status) than it finds keeps counting them (decision.Meta.LostFailures)
 //     and names those the status named.

@@ -679,6 +679,11 @@ func (s *Store) writeShard(ctx context.Context, r *Record, w shardWrite) error {
 			}
 		}
 	}
+	if len(sh.dirty) == 0 {
+		// Made anew: Go's maps keep their buckets, and a record's first
+		// write had every node dirty.
+		sh.dirty = map[string]bool{}
+	}
 	foreign := !maps.Equal(expected, sh.stored)
 	if foreign {
 		// Someone else's keys merged in meanwhile (a patch's answer shows
