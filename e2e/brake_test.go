@@ -118,6 +118,13 @@ func TestHaltSurvivesControllerRestart(t *testing.T) {
 	e.cutOffNodesRunning(cutOffImage)
 	e.setImage(cutOffImage)
 	halted := e.waitRolloutStatus("the rollout halted", func(s *rollout.Status) bool { return s.Halted })
+	// The Warning goes out after the status, through the event
+	// broadcaster: killed before it is sent, the first controller would
+	// leave none, and the count below would prove nothing.
+	eventually(t, "the first controller's "+rollout.ReasonRolloutHalted+" event", func(context.Context) (bool, string, error) {
+		got := len(e.eventsOf(rollout.ReasonRolloutHalted))
+		return got == 1, fmt.Sprintf("%d events", got), nil
+	})
 
 	e.kill(first)
 	e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-2", Verbosity: 2})

@@ -85,8 +85,9 @@
 //     controller at rest (its syncs, its CPU from /proc), deleting nothing.
 //   - undo_test.go: `kubectl rollout undo` makes a new target: a redone
 //     offer gets a fresh upgrade deadline, an undo a fresh hold limit.
-//   - record_test.go: a deleted rollout record is written again as it was,
-//     its failure in it, with a Warning RolloutRecordRewritten.
+//   - record_test.go: a deleted rollout record, or one someone else edited
+//     (a node's entry removed, a key of theirs added), is written again as
+//     it was, its failure in it, with a Warning RolloutRecordRewritten.
 //   - plugin_test.go: `kubectl edgeota` through bin/kubectl: pause and
 //     resume, rollout status of a rollout that completes and of one that
 //     halts, with their exit codes.

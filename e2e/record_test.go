@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,46 @@ const recordLabel = "edgeota.io/rollout-record"
 // all again as they were, the failure in them, says so with a Warning
 // RolloutRecordRewritten on the DaemonSet, and still counts the failure.
 func TestDeletedRecordRewritten(t *testing.T) {
+	e, ds, was, failed := recordedFailure(t)
+	for _, cm := range was {
+		t.Logf("deleting rollout record %s: %v", cm.Name, cm.Data)
+		if err := e.cluster.Client.CoreV1().ConfigMaps(harness.SystemNamespace).Delete(e.ctx(), cm.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("deleting rollout record %s: %v", cm.Name, err)
+		}
+	}
+	e.wantRecordRestored(ds, was, failed, true)
+}
+
+// TestChangedRecordRewritten: the same, but someone else edits the
+// ConfigMap holding the failure, removing the failed node's entry and
+// adding a key of their own. The controller's cache holds a digest of each
+// record ConfigMap, not its data: the edit shows as another digest, and the
+// ConfigMap is written again whole, as it was, the stranger's key gone.
+func TestChangedRecordRewritten(t *testing.T) {
+	e, ds, was, failed := recordedFailure(t)
+	i := slices.IndexFunc(was, func(cm corev1.ConfigMap) bool { _, ok := cm.Data[failed]; return ok })
+	edit, _ := json.Marshal(map[string]any{"data": map[string]any{failed: nil, "intruder": "{}"}})
+	t.Logf("editing rollout record %s: %s", was[i].Name, edit)
+	if _, err := e.cluster.Client.CoreV1().ConfigMaps(harness.SystemNamespace).Patch(e.ctx(), was[i].Name, types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("editing rollout record %s: %v", was[i].Name, err)
+	}
+	e.wantRecordRestored(ds, was, failed, false)
+	records, err := e.rolloutRecord(e.ctx(), ds.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range records {
+		if _, ok := cm.Data["intruder"]; ok {
+			t.Errorf("got %s still holding the stranger's key, want it removed", cm.Name)
+		}
+	}
+}
+
+// recordedFailure starts a rollout of a crash-looping version (max-failed
+// high enough not to halt) and waits for its one failure to be in the
+// rollout record: the DaemonSet, the record's ConfigMaps then, and the
+// failed node.
+func recordedFailure(t *testing.T) (*env, *appsv1.DaemonSet, []corev1.ConfigMap, string) {
 	const nodes = 3
 	e := newEnv(t, nodes)
 	e.createDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "1",
@@ -54,13 +95,16 @@ func TestDeletedRecordRewritten(t *testing.T) {
 		stage := recordedStage(was, failed)
 		return stage == "failed", fmt.Sprintf("%s's entry %q in %d ConfigMaps", failed, stage, len(was)), nil
 	})
-	for _, cm := range was {
-		t.Logf("deleting rollout record %s: %v", cm.Name, cm.Data)
-		if err := e.cluster.Client.CoreV1().ConfigMaps(harness.SystemNamespace).Delete(e.ctx(), cm.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatalf("deleting rollout record %s: %v", cm.Name, err)
-		}
-	}
+	return e, ds, was, failed
+}
 
+// wantRecordRestored waits for the record's ConfigMaps to hold again what
+// was holds (recreated: as new objects), for a Warning
+// RolloutRecordRewritten, and checks that the status still counts the one
+// failure, of failed, unhalted.
+func (e *env) wantRecordRestored(ds *appsv1.DaemonSet, was []corev1.ConfigMap, failed string, recreated bool) {
+	t := e.t
+	t.Helper()
 	eventually(t, "the rollout record written again as it was", func(ctx context.Context) (bool, string, error) {
 		records, err := e.rolloutRecord(ctx, ds.UID)
 		if err != nil {
@@ -69,7 +113,7 @@ func TestDeletedRecordRewritten(t *testing.T) {
 		var state []string
 		ok := true
 		for _, old := range was {
-			i := slices.IndexFunc(records, func(cm corev1.ConfigMap) bool { return cm.Name == old.Name && cm.UID != old.UID })
+			i := slices.IndexFunc(records, func(cm corev1.ConfigMap) bool { return cm.Name == old.Name && (cm.UID != old.UID) == recreated })
 			if i < 0 {
 				state, ok = append(state, old.Name+" not written again"), false
 				continue
@@ -86,7 +130,7 @@ func TestDeletedRecordRewritten(t *testing.T) {
 		events := e.eventsOf(rollout.ReasonRecordRewritten)
 		return len(events) > 0 && events[0].Type == corev1.EventTypeWarning, fmt.Sprintf("%d events", len(events)), nil
 	})
-	s = e.waitRolloutStatus("the status", func(*rollout.Status) bool { return true })
+	s := e.waitRolloutStatus("the status", func(*rollout.Status) bool { return true })
 	if s.Failed.Count != 1 || !slices.Equal(s.Failed.Nodes, []string{failed}) || s.Halted {
 		t.Errorf("after the rewrite: got failed %+v, halted %t; want %s failed, not halted", s.Failed, s.Halted, failed)
 	}

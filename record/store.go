@@ -204,8 +204,9 @@ func parseShardName(name string, dsUID types.UID, target decision.Target) (class
 
 // Load rebuilds the record of the DaemonSet's target from its record
 // ConfigMaps as the API server holds them (the cache keeps no data), and
-// returns the names of those about other revisions, to be deleted. An entry that does not parse is a fault of
-// whoever wrote it: it is skipped and removed at the next write. published
+// returns the names of those about other revisions, to be deleted. An
+// entry that does not parse is a fault of whoever wrote it: it is skipped
+// and removed at the next write. published
 // is the rollout status the controller last published: a record holding
 // fewer failures of the same revision than it shows lost some, and those
 // the status names are taken over, the rest counted as lost. A record
