@@ -446,8 +446,12 @@ func (r *Record) Pending() (any, urgent bool) {
 func (r *Record) whole() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.ContainsFunc(r.shards, func(sh *shard) bool { return !sh.created || sh.foreign })
+	return slices.ContainsFunc(r.shards, (*shard).whole)
 }
+
+// whole reports whether the shard's next write replaces its ConfigMap's
+// data whole: one not created yet, or someone else's content.
+func (sh *shard) whole() bool { return !sh.created || sh.foreign }
 
 // Durable reports whether the node's entry is written as the ledger holds
 // it.
@@ -514,7 +518,7 @@ func (s *Store) collect(r *Record, c class, wait *time.Duration) []shardWrite {
 	now := s.now()
 	var out []shardWrite
 	for _, sh := range r.shards {
-		whole := !sh.created || sh.foreign
+		whole := sh.whole()
 		if sh.class != c || len(sh.dirty) == 0 && !whole {
 			continue
 		}
@@ -818,7 +822,10 @@ func (s *Store) Orphans(live map[types.UID]bool) []string {
 	var stale []string
 	for _, obj := range s.indexer.List() {
 		cm, ok := obj.(*Cached)
-		if uid := cm.Labels[Label]; ok && uid != "" && !live[types.UID(uid)] {
+		if !ok {
+			continue
+		}
+		if uid := cm.Labels[Label]; uid != "" && !live[types.UID(uid)] {
 			stale = append(stale, cm.Name)
 		}
 	}

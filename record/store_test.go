@@ -400,8 +400,8 @@ func TestLoadReadsTheAPIServer(t *testing.T) {
 	r, _ := f.load(nil)
 	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
 	f.write(r)
-	if f.indexer.List() != nil && len(f.indexer.List()) != 0 {
-		t.Fatalf("got %d cached objects, want an empty cache", len(f.indexer.List()))
+	if n := len(f.indexer.List()); n != 0 {
+		t.Fatalf("got %d cached objects, want an empty cache", n)
 	}
 	again, _ := f.load(nil)
 	if again.Adopt || again.Ledger.Failed() != 1 {
