@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -67,6 +69,9 @@ type rolloutRun struct {
 	// the watch events it sent meanwhile, every watcher's
 	// (measure.Metrics.WatchEventsByResource).
 	apiWrites, apiWatchEvents map[string]float64
+	// machineCPU is the CPU time each process on the machine used during
+	// the rollout, by name (machineProcesses).
+	machineCPU map[string]time.Duration
 }
 
 // rolloutFigures are the rollout scenario's results.
@@ -112,17 +117,23 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 		defer w.close()
 		watches[name] = w
 	}
-	const ctrlName = "ota-controller-rollout"
-	ctrl, err := s.startController(ctx, ctrlName, reactionVerbosity)
+	ctrl, err := s.startController(ctx, rolloutController, reactionVerbosity)
 	if err != nil {
 		return f, err
 	}
+	processes, err := s.cluster.PIDs()
+	if err != nil {
+		return f, err
+	}
+	processes[rolloutController] = ctrl.Pid()
+	processes[benchProcess] = os.Getpid()
 	if s.p.agents {
 		agents, err := s.startAgents(ctx, rolloutNamespace, "app=ota")
 		if err != nil {
 			return f, err
 		}
 		defer func() { _ = s.stopChild(agents) }()
+		processes[agentsProcess] = agents.Pid()
 	}
 	// measured rolls the DaemonSet out to img with the API server's writes,
 	// the controller's CPU and its Lease reads counted. The native
@@ -138,10 +149,19 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 			return rolloutRun{}, err
 		}
 		r, err := countingWrites(ctx, s, func() (rolloutRun, error) {
+			before, err := machineCPU(processes)
+			if err != nil {
+				return rolloutRun{}, err
+			}
 			r, cpu, err := measureCPU(ctrl, func() (rolloutRun, error) {
 				return rollOutRecorded(ctx, s, watches[name], beats, rolloutNamespace, name, img, recorded)
 			})
 			r.cpu = cpu
+			if err != nil {
+				return r, err
+			}
+			after, err := machineCPU(processes)
+			r.machineCPU = measure.Delta(after, before)
 			return r, err
 		})
 		if err != nil {
@@ -185,12 +205,80 @@ func benchRollout(ctx context.Context, s *session) (rolloutFigures, error) {
 	if f.memory, err = ctrl.memory(); err != nil {
 		return f, err
 	}
-	reaction, err := controllerReactionOf(s.h.LogPath(ctrlName))
+	reaction, err := controllerReactionOf(s.h.LogPath(rolloutController))
 	if err != nil {
 		return f, err
 	}
 	f.reaction = measure.Sorted(reaction)
 	return f, errors.Join(s.stopChild(ctrl), deleteNamespace(ctx, client, rolloutNamespace))
+}
+
+// The processes measured beside the cluster's components: the controller,
+// the simulated agents and the bench itself (its watches).
+const (
+	rolloutController = "ota-controller-rollout"
+	agentsProcess     = "agents"
+	benchProcess      = "bench"
+)
+
+// machineProcesses are the processes whose CPU a rollout reports, in the
+// report's order: the cluster's, then the controller, its agents and the
+// bench.
+var machineProcesses = append(slices.Clone(localcluster.Components), rolloutController, agentsProcess, benchProcess)
+
+// machineCPU reads the CPU time each process has used so far.
+func machineCPU(pids map[string]int) (map[string]time.Duration, error) {
+	cpu := make(map[string]time.Duration, len(pids))
+	for name, pid := range pids {
+		d, err := measure.CPUTime(pid)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		cpu[name] = d
+	}
+	return cpu, nil
+}
+
+// machineCPURow is the median CPU time of each process during the
+// rollouts, edgeota's and native's, and their sum: on two cores every
+// process's share slows the others, the cluster's steps of each node's
+// turn included.
+func machineCPURow(ota, native []rolloutRun) row {
+	list := func(runs []rolloutRun) string {
+		if len(runs) == 0 {
+			return "–"
+		}
+		var parts []string
+		var total time.Duration
+		for _, name := range machineProcesses {
+			if _, ok := runs[0].machineCPU[name]; !ok {
+				continue
+			}
+			d := measure.Median(pick(runs, func(r rolloutRun) time.Duration { return r.machineCPU[name] }))
+			total += d
+			parts = append(parts, fmt.Sprintf("%s %s", name, seconds(d)))
+		}
+		return fmt.Sprintf("%s (all %s)", strings.Join(parts, ", "), seconds(total))
+	}
+	return row{"CPU of each process during the rollout (median)", list(ota), list(native), "", "", ""}
+}
+
+// leaseRenewalsRow is the share of the node Lease renewals due during the
+// rollouts that the simulated kubelets made: below 100 %, kwok-controller
+// fell behind, as no fleet of kubelets does.
+func leaseRenewalsRow(p params, ota, native []rolloutRun) row {
+	share := func(runs []rolloutRun) string {
+		if !p.rolloutHeartbeat.Leases {
+			return "– (no node Leases)"
+		}
+		var made, due float64
+		for _, r := range runs {
+			made += r.apiWrites["leases"]
+			due += float64(p.nodes) * r.wall.Seconds() / p.rolloutHeartbeat.Period().Seconds()
+		}
+		return fmt.Sprintf("%.0f %%", 100*made/due)
+	}
+	return row{"node Lease renewals made, of those due during the rollout (kwok-controller's, as every node's kubelet)", share(ota), share(native), "", "", ""}
 }
 
 // leaseReads is how many requests for node Leases the controller made so
@@ -379,6 +467,34 @@ func freeToDelete(runs []rolloutRun) []time.Duration {
 	return measure.Sorted(all)
 }
 
+// turnRow is the mean of each step of a node's turn (turnSteps), over
+// every run's nodes, for ota-controller and native.
+func turnRow(ota, native []rolloutRun) row {
+	means := func(runs []rolloutRun) string {
+		var sums [4]time.Duration
+		n := 0
+		for _, r := range runs {
+			for _, t := range r.waves.turns {
+				for i, d := range t.steps() {
+					sums[i] += d
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			return "–"
+		}
+		parts := make([]string, len(sums))
+		total := time.Duration(0)
+		for i, sum := range sums {
+			parts[i] = millis(sum / time.Duration(n))
+			total += sum / time.Duration(n)
+		}
+		return fmt.Sprintf("%s (%s, %d nodes)", strings.Join(parts, " / "), seconds(total), n)
+	}
+	return row{"a node's turn, mean per step: " + strings.Join(turnSteps, " "), means(ota), means(native), "", "", ""}
+}
+
 // rolloutWall picks a rollout's wall time.
 func rolloutWall(r rolloutRun) time.Duration { return r.wall }
 
@@ -427,6 +543,7 @@ func rolloutTable(p params, f rolloutFigures) table {
 			{fmt.Sprintf("… of which the controller's own reaction: heartbeat (or answer) in its cache → deletion sent, p50 / p99 (%d samples)", len(f.reaction)),
 				millis(measure.Percentile(f.reaction, 0.5)) + " / " + millis(reactionP), "", "",
 				"p99 ≤ " + millis(reactionP99), verdict(len(f.reaction) > 0 && reactionP <= reactionP99)},
+			turnRow(f.ota, f.native),
 			budgetRow(p, slices.Max(pick(f.ota, unavailable)), fmt.Sprint(slices.Max(pick(f.native, unavailable)))),
 			{"controller CPU per rollout (median)", seconds(cpu), "", "", "", ""},
 			{"… net of watching the idle nodes for as long (median)", seconds(netCPU), "", "", fmt.Sprintf("≤ %s (1 ms per node)", seconds(cpuTarget)), verdict(netCPU <= cpuTarget)},
@@ -438,10 +555,14 @@ func rolloutTable(p params, f rolloutFigures) table {
 				kib(int64(measure.Median(pick(f.ota, func(r rolloutRun) float64 { return r.recordBytes }))))), "", "", "", ""},
 			controllerRSSRow("controller peak RSS (VmHWM)", f.memory),
 			{"API server writes per node and rollout, every client's (mean): pods, heartbeats (nodes, leases), other", writesPerNode(p, f.ota), writesPerNode(p, f.native), "", "", ""},
+			machineCPURow(f.ota, f.native),
+			leaseRenewalsRow(p, f.ota, f.native),
 		},
 		notes: []string{
 			"edgeota: ota-controller, AdvancedRollingUpdate; baseline: the native DaemonSet controller, RollingUpdate, same cluster, alternating a b a b …",
 			"ratio: median of the per-pair ratios. Pairs (edgeota / native): " + pairList(ota, native),
+			"a node's turn: each replaced node's steps as the bench's watches saw them, the mean over every run's nodes seen through each step: the old pod terminating → the new pod created (kwok removes the old one, the native DaemonSet controller creates the next) → bound (kube-scheduler) → Ready (kwok) → proof of life (ota-controller's challenge and the agent's answer, or a heartbeat); the budget's slots pass one turn after another, so the wall time is about the waves times the mean turn",
+			"CPU of each process: utime+stime from /proc over each rollout, the cluster's components (kwokctl's PID files), the controller, the simulated agents when they run, and the bench's own watches; the machine has two cores, so what one process takes, the others wait for",
 			"budget freed → next deletion runs from the bench's watch seeing the heartbeat (native: the pod Ready) to its watch seeing the next deletion, so it includes the API server's delivery of both and the DELETE's round trip; the controller's own reaction is timed in its log (-v=4): from the handler that takes a settling heartbeat to the deletion it sends next",
 			"receiving the rollout's pod events: the native controller's rollout changes as many pods as edgeota's, and the controller receives, decodes and caches each change of a DaemonSet pod; its CPU meanwhile, net of watching the idle nodes, is what any rollout costs it before it decides anything: the floor under the net figure above",
 			"rollout record writes: edgeota_controller_record_writes_total during the rollout, and edgeota_controller_record_bytes_written_total, the size of each ConfigMap as each write left it, summed: each merge patch costs the whole ConfigMap in etcd's history and in every watch of the records; failed and in-flight entries are written before the controller acts, offered and settled ones at most every 3 s per ConfigMap",

@@ -86,3 +86,27 @@ func TestRolloutTableTakesTheHeartbeatWaitsOutAndAllowsOnePeriodPerWave(t *testi
 		t.Errorf("budget freed: got %+v, want p50 10 ms, p99 150 ms, missed", got)
 	}
 }
+
+// TestRolloutTableSaysWhereTheMachinesCPUWent: each process's median CPU
+// over the runs, in the report's order, and the share of the Lease
+// renewals due that kwok-controller made.
+func TestRolloutTableSaysWhereTheMachinesCPUWent(t *testing.T) {
+	p := params{nodes: 100, rolloutHeartbeat: localcluster.Heartbeat{Leases: true}}
+	run := func(wall time.Duration, leases float64, apiserver, ctrl time.Duration) rolloutRun {
+		return rolloutRun{wall: wall, apiWrites: map[string]float64{"leases": leases},
+			machineCPU: map[string]time.Duration{"kube-apiserver": apiserver, rolloutController: ctrl}}
+	}
+	period := p.rolloutHeartbeat.Period()
+	f := rolloutFigures{
+		// 100 nodes over 2 and 4 periods: 600 renewals due, 450 made.
+		ota:    []rolloutRun{run(2*period, 150, 3*time.Second, time.Second), run(4*period, 300, 5*time.Second, 2*time.Second)},
+		native: []rolloutRun{run(2*period, 200, 2*time.Second, 0), run(2*period, 200, 4*time.Second, 0)},
+	}
+	tb := rolloutTable(p, f)
+	if got, want := rowNamed(t, tb, "CPU of each process").edgeota, "kube-apiserver 4.00 s, ota-controller-rollout 1.50 s (all 5.50 s)"; got != want {
+		t.Errorf("CPU by process: got %q, want %q", got, want)
+	}
+	if got := rowNamed(t, tb, "node Lease renewals made"); got.edgeota != "75 %" || got.baseline != "100 %" {
+		t.Errorf("renewals made: got %s and %s, want 75 %% and 100 %%", got.edgeota, got.baseline)
+	}
+}

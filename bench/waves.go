@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/edgeota/edgeota/rollout"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // nodeHeartbeat is how often the nodes report their status during the
@@ -42,6 +44,11 @@ const (
 	// its new pod (the pod's edgeota.io/alive-answer echoes its
 	// edgeota.io/alive-challenge), as the pod watch saw it.
 	answerSeen
+	// podCreated: the node's new pod was first seen, created by the
+	// native DaemonSet controller (its node from its node affinity).
+	podCreated
+	// podBound: the node's new pod was first seen bound to its node.
+	podBound
 )
 
 // flightEvent is one event of a rollout, as the bench's watches saw it, in
@@ -74,7 +81,27 @@ type waveFigures struct {
 	replaced int
 	// proofs are, in order, how the flights the proof of life ended did.
 	proofs []nodeProof
+	// turns are, for each node whose turn the bench saw whole, how long
+	// each step of it took (turnSteps).
+	turns []turn
 }
+
+// turn is one node's turn, step by step, as the bench's watches saw it:
+// what an upgraded node waits for between its old pod's deletion and the
+// proof that frees its budget slot.
+type turn struct {
+	// created: old pod seen terminating → new pod seen (kwok ends the old
+	// pod, the native DaemonSet controller sees it gone and creates the
+	// next); bound: → seen bound (kube-scheduler); ready: → seen Ready
+	// (kwok); proven: → proof of life seen (zero without it).
+	created, bound, ready, proven time.Duration
+}
+
+// turnSteps names a turn's steps, in order, for the report.
+var turnSteps = []string{"deletion → new pod", "→ bound", "→ Ready", "→ proof of life"}
+
+// steps lists t's steps in turnSteps' order.
+func (t turn) steps() []time.Duration { return []time.Duration{t.created, t.bound, t.ready, t.proven} }
 
 // nodeProof is how one node's flight ended, as the bench's watches saw it.
 type nodeProof struct {
@@ -142,7 +169,7 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 			if fl != nil {
 				continue
 			}
-			inFlight[e.node] = &flight{}
+			inFlight[e.node] = &flight{deleted: e.at}
 			f.replaced++
 			if pending {
 				f.freeToDelete = append(f.freeToDelete, e.at.Sub(freed))
@@ -157,6 +184,7 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 			fl.settled, fl.sent, fl.seen = true, e.sent, e.at
 			if proven := decision.ProvesAlive(lastSent[e.node], e.sent); !proofOfLife || proven {
 				delete(inFlight, e.node)
+				f.end(fl, e.at)
 				if proofOfLife {
 					f.proven++ // no wait
 					f.proofs = append(f.proofs, nodeProof{node: e.node, settled: e.at, proven: e.at, by: podSettled})
@@ -184,6 +212,15 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 			if !pending {
 				freed, pending = e.at, true
 			}
+		case podCreated:
+			// A step of the node's turn; the first seen counts.
+			if fl != nil && fl.created.IsZero() {
+				fl.created = e.at
+			}
+		case podBound:
+			if fl != nil && fl.bound.IsZero() {
+				fl.bound = e.at
+			}
 		}
 	}
 	return f
@@ -192,6 +229,7 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 // prove ends the flight fl of e's node by e, a heartbeat or an answer.
 func (f *waveFigures) prove(inFlight map[string]*flight, e flightEvent, fl *flight) {
 	delete(inFlight, e.node)
+	f.end(fl, e.at)
 	f.proofWait += e.at.Sub(fl.seen)
 	f.proven++
 	f.proofs = append(f.proofs, nodeProof{node: e.node, settled: fl.seen, proven: e.at, by: e.kind})
@@ -202,6 +240,18 @@ func (f *waveFigures) prove(inFlight map[string]*flight, e flightEvent, fl *flig
 type flight struct {
 	settled    bool
 	sent, seen time.Time
+	// deleted, created and bound are when the bench saw the old pod
+	// terminating and the new one created and bound: the turn's steps.
+	deleted, created, bound time.Time
+}
+
+// end records fl's turn, ended at at, when the bench saw each of its steps.
+func (f *waveFigures) end(fl *flight, at time.Time) {
+	if fl.created.IsZero() || fl.bound.IsZero() || !fl.settled {
+		return
+	}
+	f.turns = append(f.turns, turn{created: fl.created.Sub(fl.deleted), bound: fl.bound.Sub(fl.created),
+		ready: fl.seen.Sub(fl.bound), proven: at.Sub(fl.seen)})
 }
 
 // maxTime is the later of a and b.
@@ -219,25 +269,35 @@ type flightRecorder struct {
 	// mu orders the events of the two watches as they arrive.
 	mu     sync.Mutex
 	events []flightEvent
-	// deleted, settled and answered remember the pods already reported,
-	// so that each pod yields one event of each kind.
-	deleted, settled, answered map[string]bool
+	// deleted, created, bound, settled and answered remember the pods
+	// already reported, so that each pod yields one event of each kind.
+	deleted, created, bound, settled, answered map[string]bool
 	// heartbeat is each node's latest heartbeat seen, of either kind: the
 	// controller takes the later of the two.
 	heartbeat map[string]time.Time
 }
 
 func newFlightRecorder(img string) *flightRecorder {
-	return &flightRecorder{img: img, deleted: map[string]bool{}, settled: map[string]bool{}, answered: map[string]bool{},
-		heartbeat: map[string]time.Time{}}
+	return &flightRecorder{img: img, deleted: map[string]bool{}, created: map[string]bool{}, bound: map[string]bool{},
+		settled: map[string]bool{}, answered: map[string]bool{}, heartbeat: map[string]time.Time{}}
 }
 
-// pod records an old pod's deletion, a new pod's Ready and its agent's
-// answer.
+// pod records an old pod's deletion, a new pod's creation, binding and
+// Ready, and its agent's answer.
 func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	node, current := p.Spec.NodeName, p.Spec.Containers[0].Image == r.img
+	if current && p.DeletionTimestamp == nil {
+		if !r.created[p.Name] {
+			r.created[p.Name] = true
+			r.events = append(r.events, flightEvent{at: at, node: cmp.Or(node, affinityNode(p)), kind: podCreated})
+		}
+		if node != "" && !r.bound[p.Name] {
+			r.bound[p.Name] = true
+			r.events = append(r.events, flightEvent{at: at, node: node, kind: podBound})
+		}
+	}
 	switch {
 	case p.DeletionTimestamp != nil && !current && !r.deleted[p.Name]:
 		r.deleted[p.Name] = true
@@ -256,6 +316,23 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 		r.answered[p.Name] = true
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: answerSeen})
 	}
+}
+
+// affinityNode is the node a DaemonSet pod not yet bound is for: the
+// native controller pins each pod to its node by a required node affinity
+// on the node's name.
+func affinityNode(p *corev1.Pod) string {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil || p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == metav1.ObjectNameField && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
 }
 
 // answered reports whether the pod carries its agent's answer to the

@@ -171,6 +171,8 @@ func TestFlightRecorderReportsEachPodOnceAndOnlyNewerHeartbeats(t *testing.T) {
 	r.lease(now, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}) // never renewed
 	want := []flightEvent{
 		{at: now, node: "n1", kind: podDeleted},
+		{at: now, node: "n1", kind: podCreated},
+		{at: now, node: "n1", kind: podBound},
 		{at: now, node: "n1", kind: podSettled, sent: ready.Time},
 		{at: now, node: "n1", kind: heartbeatSeen, sent: now},
 		{at: now, node: "n1", kind: heartbeatSeen, sent: renewed},
@@ -230,10 +232,58 @@ func TestFlightRecorderSeesTheAnswer(t *testing.T) {
 	rec.pod(now.Add(2*time.Second), pod)
 	rec.pod(now.Add(3*time.Second), pod)
 	kinds := pick(rec.events, func(e flightEvent) flightKind { return e.kind })
-	if want := []flightKind{podSettled, answerSeen}; !slices.Equal(kinds, want) {
+	if want := []flightKind{podCreated, podBound, podSettled, answerSeen}; !slices.Equal(kinds, want) {
 		t.Fatalf("got events %v, want %v", kinds, want)
 	}
-	if got := rec.events[1].at; !got.Equal(now.Add(2 * time.Second)) {
+	if got := rec.events[3].at; !got.Equal(now.Add(2 * time.Second)) {
 		t.Errorf("got the answer seen at %s, want when it first echoed the challenge", got)
+	}
+}
+
+// TestAnalyzeWavesTimesEachStepOfATurn: a node's turn is timed from its old
+// pod seen terminating to its new pod seen created, bound, Ready and
+// proven; a node whose creation the bench never saw has no turn, and a
+// pod created for another node does not start this one's.
+func TestAnalyzeWavesTimesEachStepOfATurn(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	f := analyzeWaves(start, []flightEvent{
+		{at: at(10), node: "n1", kind: podDeleted},
+		{at: at(20), node: "n2", kind: podDeleted},
+		{at: at(50), node: "n3", kind: podCreated},
+		{at: at(300), node: "n1", kind: podCreated},
+		{at: at(700), node: "n1", kind: podBound},
+		{at: at(710), node: "n2", kind: podBound},
+		{at: at(1500), node: "n1", kind: podSettled, sent: at(1490)},
+		{at: at(1600), node: "n2", kind: podSettled, sent: at(1590)},
+		{at: at(3000), node: "n1", kind: heartbeatSeen, sent: at(2990)},
+		{at: at(3100), node: "n2", kind: heartbeatSeen, sent: at(3090)},
+	}, true)
+	want := []turn{{created: 290 * time.Millisecond, bound: 400 * time.Millisecond, ready: 800 * time.Millisecond, proven: 1500 * time.Millisecond}}
+	if !slices.Equal(f.turns, want) {
+		t.Errorf("turns: got %+v, want %+v", f.turns, want)
+	}
+}
+
+// TestRecorderReadsAnUnboundPodsNodeFromItsAffinity: the native controller
+// creates a DaemonSet pod unbound, pinned to its node by affinity; the
+// recorder reports its creation for that node, and its binding once.
+func TestRecorderReadsAnUnboundPodsNodeFromItsAffinity(t *testing.T) {
+	rec := newFlightRecorder("img:2")
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds-x"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Image: "img:2"}},
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{"n7"}}}}},
+		}}},
+	}}
+	now := time.Unix(1000, 0)
+	rec.pod(now, p)
+	bound := p.DeepCopy()
+	bound.Spec.NodeName = "n7"
+	rec.pod(now.Add(time.Second), bound)
+	rec.pod(now.Add(2*time.Second), bound)
+	want := []flightEvent{{at: now, node: "n7", kind: podCreated}, {at: now.Add(time.Second), node: "n7", kind: podBound}}
+	if !slices.Equal(rec.events, want) {
+		t.Errorf("events: got %+v, want %+v", rec.events, want)
 	}
 }

@@ -45,6 +45,20 @@ func (c *Cluster) waitComponents(ctx context.Context) error {
 	return nil
 }
 
+// PIDs are the components' process IDs, by name (Components): what a
+// benchmark reads each one's CPU time by.
+func (c *Cluster) PIDs() (map[string]int, error) {
+	pids := make(map[string]int, len(Components))
+	for _, component := range Components {
+		pid, err := c.pid(component)
+		if err != nil {
+			return nil, err
+		}
+		pids[component] = pid
+	}
+	return pids, nil
+}
+
 // pid reads the component's PID file.
 func (c *Cluster) pid(component string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(c.WorkDir(), "pids", component+".pid"))

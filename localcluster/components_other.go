@@ -17,3 +17,8 @@ func (c *Cluster) waitComponents(context.Context) error {
 func (c *Cluster) SetHeartbeat(context.Context, Heartbeat) error {
 	return ErrNeedsLinux
 }
+
+// PIDs has no cluster to read without Linux.
+func (c *Cluster) PIDs() (map[string]int, error) {
+	return nil, ErrNeedsLinux
+}

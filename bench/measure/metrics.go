@@ -78,9 +78,10 @@ func (m Metrics) WatchEventsByResource() map[string]float64 {
 	return m.ByLabel("apiserver_watch_events_total", "resource")
 }
 
-// Delta is each key's increase from before to after, the keys of after.
-func Delta(after, before map[string]float64) map[string]float64 {
-	d := make(map[string]float64, len(after))
+// Delta is each key's increase from before to after, the keys of after:
+// counters' values, or processes' CPU times.
+func Delta[V ~int64 | ~float64](after, before map[string]V) map[string]V {
+	d := make(map[string]V, len(after))
 	for k, v := range after {
 		d[k] = v - before[k]
 	}
