@@ -71,7 +71,8 @@ func TestManyNodesFollowedShareOneWatch(t *testing.T) {
 	if f.w.Wide() {
 		t.Fatalf("got a wide watch for 1 node followed, want its own")
 	}
-	f.w.Start("node-2") // 2 of 8: wide
+	f.waitCounted(Watched, 1) // node-1's own: its list reported before it
+	f.w.Start("node-2")       // 2 of 8: wide
 	if !f.w.Wide() {
 		t.Fatalf("got no wide watch for 2 of 8 nodes followed at WideAt 2, want one")
 	}
