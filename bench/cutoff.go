@@ -172,8 +172,9 @@ func reconnect(ctx context.Context, s *session, f *cutoffFigures, pods *view[*co
 	wg.Go(func() { readyAt, readyErr = waitReady(ctx, nodes, cut, corev1.ConditionTrue) })
 	deletedAt, doneAt := map[string]time.Time{}, map[string]time.Time{}
 	img := image(1)
+	var grouper podGrouper
 	err := pods.until(ctx, settleTimeout, "the reconnected nodes to be up to date", func(now time.Time, items map[string]*corev1.Pod) bool {
-		byNode := podsByNode(items)
+		byNode := grouper.group(items)
 		for _, n := range cut {
 			if _, seen := deletedAt[n]; !seen && !runsOther(byNode[n], img) {
 				deletedAt[n] = now

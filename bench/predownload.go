@@ -169,9 +169,10 @@ func rollOutPulling(ctx context.Context, s *session, pods *podsView, ns, ds, img
 	if err := setImage(ctx, s.cluster.Client, ns, ds, img); err != nil {
 		return r, err
 	}
+	var grouper podGrouper
 	err := pods.until(ctx, timeout, fmt.Sprintf("DaemonSet %s/%s to run %s on %d nodes", ns, ds, img, len(nodes)),
 		func(now time.Time, items map[string]*corev1.Pod) bool {
-			byNode := podsByNode(items)
+			byNode := grouper.group(items)
 			r.maxUnavailable = max(r.maxUnavailable, unavailable(byNode, nodes))
 			r.wall = now.Sub(start)
 			return allUpToDate(byNode, nodes, img)
@@ -341,8 +342,9 @@ func rollOutBadTag(ctx context.Context, s *session, pods *podsView, img string, 
 		})
 	}()
 	deleted := map[types.UID]bool{}
+	var grouper podGrouper
 	err := pods.until(ctx, badTagDeadline+settleTimeoutFor(len(nodes), 500), "the halt on "+img, func(now time.Time, items map[string]*corev1.Pod) bool {
-		r.unavailable = max(r.unavailable, unavailable(podsByNode(items), nodes))
+		r.unavailable = max(r.unavailable, unavailable(grouper.group(items), nodes))
 		for _, p := range items {
 			if before[p.UID] && p.DeletionTimestamp != nil {
 				deleted[p.UID] = true

@@ -377,9 +377,10 @@ func rollOut(ctx context.Context, s *session, pods *view[*corev1.Pod], ns, ds, i
 	if err := setImage(ctx, s.cluster.Client, ns, ds, img); err != nil {
 		return r, err
 	}
+	var grouper podGrouper
 	err := pods.until(ctx, settleTimeoutFor(len(done), 500), fmt.Sprintf("DaemonSet %s/%s to run %s on %d nodes", ns, ds, img, len(done)),
 		func(now time.Time, items map[string]*corev1.Pod) bool {
-			byNode := podsByNode(items)
+			byNode := grouper.group(items)
 			r.maxUnavailable = max(r.maxUnavailable, unavailable(byNode, done))
 			r.wall = now.Sub(start)
 			return allUpToDate(byNode, done, img)
@@ -453,8 +454,9 @@ func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], b
 
 // waitUpToDate waits until every node runs one Ready pod with img.
 func waitUpToDate(ctx context.Context, pods *view[*corev1.Pod], img string, nodes []string) error {
+	var grouper podGrouper
 	return pods.until(ctx, settleTimeoutFor(len(nodes), 500), fmt.Sprintf("%s on %d nodes", img, len(nodes)), func(_ time.Time, items map[string]*corev1.Pod) bool {
-		return allUpToDate(podsByNode(items), nodes, img)
+		return allUpToDate(grouper.group(items), nodes, img)
 	})
 }
 

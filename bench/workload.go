@@ -189,13 +189,36 @@ func readRolloutStatus(ctx context.Context, client kubernetes.Interface, ns, ds 
 
 // podsByNode groups the live (not terminating) pods by node.
 func podsByNode(pods map[string]*corev1.Pod) map[string][]*corev1.Pod {
-	byNode := map[string][]*corev1.Pod{}
+	var g podGrouper
+	return g.group(pods)
+}
+
+// podGrouper groups pods by node as podsByNode does, in the map and the
+// per-node slices of its previous grouping: a wait groups the pods at every
+// event, and at 2,000 nodes a fresh map each time took the bench a tenth
+// of the machine during a rollout (5915aba's CPU by process), out of what
+// the cluster under measurement had. A node whose pods are all gone keeps
+// an empty slice, which every reader takes as no pods.
+type podGrouper struct {
+	byNode map[string][]*corev1.Pod
+}
+
+// group groups pods; the map it returns is the grouper's, valid until the
+// next call.
+func (g *podGrouper) group(pods map[string]*corev1.Pod) map[string][]*corev1.Pod {
+	if g.byNode == nil {
+		g.byNode = make(map[string][]*corev1.Pod, len(pods))
+	}
+	for node, live := range g.byNode {
+		clear(live[:cap(live)]) // no pod kept alive by an old grouping
+		g.byNode[node] = live[:0]
+	}
 	for _, p := range pods {
 		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+			g.byNode[p.Spec.NodeName] = append(g.byNode[p.Spec.NodeName], p)
 		}
 	}
-	return byNode
+	return g.byNode
 }
 
 // upToDate reports whether a node's live pods are exactly one Ready pod
