@@ -276,6 +276,9 @@ func leaseRenewalsRow(p params, ota, native []rolloutRun) row {
 			made += r.apiWrites["leases"]
 			due += float64(p.nodes) * r.wall.Seconds() / p.rolloutHeartbeat.Period().Seconds()
 		}
+		if due == 0 {
+			return "–"
+		}
 		return fmt.Sprintf("%.0f %%", 100*made/due)
 	}
 	return row{"node Lease renewals made, of those due during the rollout (kwok-controller's, as every node's kubelet)", share(ota), share(native), "", "", ""}

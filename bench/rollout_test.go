@@ -109,4 +109,7 @@ func TestRolloutTableSaysWhereTheMachinesCPUWent(t *testing.T) {
 	if got := rowNamed(t, tb, "node Lease renewals made"); got.edgeota != "75 %" || got.baseline != "100 %" {
 		t.Errorf("renewals made: got %s and %s, want 75 %% and 100 %%", got.edgeota, got.baseline)
 	}
+	if got := leaseRenewalsRow(p, nil, nil).edgeota; got != "–" {
+		t.Errorf("renewals made without a run: got %q, want –", got)
+	}
 }
