@@ -15,26 +15,34 @@
 // 91-93 s (issue 28).
 //
 // Per node followed, one goroutine:
-//  1. lists the node's Lease (fieldSelector=metadata.name=<node>,
-//     resourceVersion "0": served from the API server's watch cache) and
-//     reports its renewTime, or that the node has no Lease;
-//  2. watches it from the list's resourceVersion, with the same selector,
-//     and reports each renewTime an ADDED or MODIFIED event carries, and a
-//     DELETED Lease as missing;
-//  3. lists again when the watch ends: closed by the server (each watch asks
-//     for a timeout of 5-10 min, so that watches opened together end apart),
-//     or expired (410 Gone / Expired);
+//  1. watches the node's Lease (fieldSelector=metadata.name=<node>) from its
+//     current state: the API server's watch list (sendInitialEvents,
+//     resourceVersion "0": served from its watch cache) sends the Lease as
+//     an ADDED event, or nothing if the node has none, then a bookmark that
+//     ends the initial events, then each change. It reports the Lease's
+//     renewTime, or that the node has no Lease at the bookmark; then each
+//     renewTime an ADDED or MODIFIED event carries, and a DELETED Lease as
+//     missing. One request where a list and a watch take two;
+//  2. where the API server refuses that (400 or 422: its WatchList feature
+//     is off, or it predates Kubernetes 1.27), lists the node's Lease with
+//     the same selector and watches it from the list's resourceVersion,
+//     for this node and every other the Watcher follows from then on;
+//  3. follows it again when the watch ends: closed by the server (each
+//     watch asks for a timeout of 5-10 min, so that watches opened together
+//     end apart), or expired (410 Gone / Expired);
 //  4. after a failed list or watch, or a watch that ended without
-//     delivering anything, waits 1 s, doubling to 10 s (plus up to a quarter
-//     of jitter), and never spins; a watch that delivers resets the wait.
+//     delivering anything past its initial events, waits 1 s, doubling to
+//     10 s (plus up to a quarter of jitter), and never spins; a watch that
+//     delivers resets the wait.
 //
 // ListAll, called once before Run, lists every node Lease in pages of
 // ListAllPageSize and reports each renewTime: a caller that has just started
 // learns which nodes renewed since whatever it waits for, in one request per
 // 500 nodes, instead of following every node it finds waiting.
 //
-// At most ListsAtOnce lists (default 32) are under way at once: a fresh
-// controller may start following hundreds of nodes in the same instant.
+// At most ListsAtOnce lists (default 32), or watches until their initial
+// events end, are under way at once: a fresh controller may start following
+// hundreds of nodes in the same instant.
 //
 // # One watch for many
 //
@@ -60,26 +68,28 @@
 // # What it costs
 //
 // Nothing for the nodes not followed. For each node followed: one watch
-// open, one event per renewal (a kubelet's every 10 s), one list when it
-// starts and one each time its watch ends (every 5-10 min). The API server
-// resolves both by name: a list whose field selector requires one
-// metadata.name is a single-key lookup in the watch cache, and the cacher
+// open, one event per renewal (a kubelet's every 10 s), and a new watch each
+// time one ends (every 5-10 min); a list before each, where the API server
+// does not stream. The API server resolves both by name: a list (or a
+// watch's initial events) whose field selector requires one metadata.name
+// is a single-key lookup in the watch cache, and the cacher
 // indexes watchers by the name their selector requires, so a renewal is
 // handed to the watches of that node only, not filtered by every watch of
 // every Lease. Watches are long-running requests: they do not hold
 // max-requests-inflight (or API Priority and Fairness) seats once started.
 //
-//   - 200 nodes in flight: 200 watches, 20 events a second, 200 lists when
-//     they start (at most 32 at once), then under one list a second across
-//     all of them as watches end and are replaced.
-//   - 2,000 nodes in flight: 2,000 watches, 200 events a second, 3-7 lists
-//     a second as watches end. The API server allows 100 concurrent HTTP/2
-//     streams per connection by default, so the client holds about 20
-//     connections (Go's HTTP/2 client opens another when one is full); each
-//     list and watch takes a token from the client's rate limiter, so the
+//   - 200 nodes in flight: 200 watches, 20 events a second, their initial
+//     events when they start (at most 32 at once), then under one new watch
+//     a second across all of them as watches end and are replaced.
+//   - 2,000 nodes in flight: 2,000 watches, 200 events a second, 3-7 new
+//     watches a second as watches end. The API server allows 100 concurrent
+//     HTTP/2 streams per connection by default, so the client holds about
+//     20 connections (Go's HTTP/2 client opens another when one is full);
+//     each request takes a token from the client's rate limiter, so the
 //     client given to the Watcher should have its own, sized for the
-//     in-flight nodes (4,000 requests at a fresh start: a burst of 1,000 and
-//     500 QPS start them all in about 6 s).
+//     in-flight nodes (2,000 requests at a fresh start, 4,000 where the
+//     server does not stream: a burst of 1,000 and 500 QPS start them all
+//     in 2-6 s).
 //
 // Watching every Lease instead costs an event per node per renewal whether
 // or not anything rolls: 1,000 events a second at 10,000 nodes. Hence the

@@ -3,9 +3,11 @@ package leases
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/edgeota/edgeota/internal/choice"
 )
@@ -122,6 +125,9 @@ type Watcher struct {
 	lists chan struct{}
 	// backoffBase and backoffCap are the package's, but for tests.
 	backoffBase, backoffCap time.Duration
+	// streams is set until the API server refuses a watch with initial
+	// events (follower.stream).
+	streams atomic.Bool
 
 	mu sync.Mutex
 	// ctx is Run's, nil until Run starts.
@@ -166,7 +172,7 @@ func NewWatcher(client kubernetes.Interface, renew func(node string, renewed tim
 	if wideAt <= 0 {
 		wideAt = DefaultWideAt
 	}
-	return &Watcher{
+	w := &Watcher{
 		leases:      client.CoordinationV1().Leases(corev1.NamespaceNodeLease),
 		renew:       renew,
 		counted:     counted,
@@ -177,6 +183,8 @@ func NewWatcher(client kubernetes.Interface, renew func(node string, renewed tim
 		wideAt:      wideAt,
 		mode:        cmp.Or(opts.Mode, ModeAuto),
 	}
+	w.streams.Store(true)
+	return w
 }
 
 // ListAllPageSize is how many Leases each page of ListAll asks for: a page
@@ -404,33 +412,35 @@ type reporter struct {
 	missing bool
 }
 
-// A source is what loop lists and watches: one node's Lease (follower) or
-// every Lease (wide).
+// A source is what loop follows: one node's Lease (follower) or every Lease
+// (wide).
 type source interface {
-	// list reports what it found and returns the resourceVersion to watch
-	// from.
-	list(ctx context.Context) (string, error)
-	// watch reports what the watch from rv delivers until it ends or ctx
-	// does, and returns whether it delivered anything, and an error unless
-	// the watch was closed or expired, which a new list settles.
-	watch(ctx context.Context, rv string) (delivered bool, err error)
+	// once reports the Lease's current state, then what one watch delivers
+	// until it ends or ctx does. It returns whether the watch delivered
+	// anything, and an error unless the watch was closed or expired, which
+	// the next call settles. errNoStreams asks for another call at once.
+	once(ctx context.Context) (delivered bool, err error)
 }
 
-// run lists and watches the node's Lease until ctx ends.
+// errNoStreams: the API server refused a stream (see follower.stream); the
+// next call lists and watches instead.
+var errNoStreams = errors.New("the API server serves no watch with initial events (sendInitialEvents)")
+
+// run follows the node's Lease until ctx ends.
 func (f *follower) run(ctx context.Context) {
 	f.logger.V(4).Info("Following the node's Lease")
 	defer f.logger.V(4).Info("Stopped following the node's Lease")
 	f.w.loop(ctx, f, f.logger)
 }
 
-// loop lists and watches src until ctx ends: a list, then a watch from its
-// resourceVersion, and again when the watch ends. After a failed list or
-// watch (each counted Failed), or a watch that ended without delivering
-// anything, it waits backoffBase, doubling up to backoffCap (plus up to a
-// quarter of jitter): it never spins. A watch that delivers resets the wait.
+// loop follows src until ctx ends: its state and a watch, and again when the
+// watch ends. After a failure (counted Failed), or a watch that ended without
+// delivering anything, it waits backoffBase, doubling up to backoffCap (plus
+// up to a quarter of jitter): it never spins. A watch that delivers resets
+// the wait.
 func (w *Watcher) loop(ctx context.Context, src source, logger klog.Logger) {
 	backoff := w.backoffBase
-	// retry waits before the next list, and doubles the next wait.
+	// retry waits before the next try, and doubles the next wait.
 	retry := func() bool {
 		d := backoff + rand.N(backoff/4+1)
 		backoff = min(2*backoff, w.backoffCap)
@@ -444,19 +454,7 @@ func (w *Watcher) loop(ctx context.Context, src source, logger klog.Logger) {
 		}
 	}
 	for ctx.Err() == nil {
-		rv, err := src.list(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			w.counted(Failed)
-			logger.V(2).Info("Listing the Lease failed; retrying", "err", err, "after", backoff)
-			if !retry() {
-				return
-			}
-			continue
-		}
-		delivered, err := src.watch(ctx, rv)
+		delivered, err := src.once(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -464,16 +462,20 @@ func (w *Watcher) loop(ctx context.Context, src source, logger klog.Logger) {
 			backoff = w.backoffBase
 		}
 		switch {
+		case errors.Is(err, errNoStreams):
+			// Not a failure: the server said which way it serves. List
+			// and watch at once.
+			continue
 		case err != nil:
 			w.counted(Failed)
-			logger.V(2).Info("Watching the Lease failed; listing again", "err", err, "after", backoff)
+			logger.V(2).Info("Following the Lease failed; trying again", "err", err, "after", backoff)
 		case delivered:
 			continue
 		default:
 			// A watch that ended before delivering anything: a quiet
 			// Lease's timeout, or a server that closes watches at once.
 			// Either way, never list and watch in a tight loop.
-			logger.V(4).Info("The Lease watch ended without events; listing again", "after", backoff)
+			logger.V(4).Info("The Lease watch ended without events; following it again", "after", backoff)
 		}
 		if !retry() {
 			return
@@ -484,6 +486,75 @@ func (w *Watcher) loop(ctx context.Context, src source, logger klog.Logger) {
 // selector selects the node's Lease by name.
 func (f *follower) selector() string {
 	return fields.OneTermEqualSelector(metav1.ObjectNameField, f.node).String()
+}
+
+// once streams the node's Lease (stream), or lists and watches it where the
+// API server serves no streams.
+func (f *follower) once(ctx context.Context) (delivered bool, err error) {
+	if f.w.streams.Load() {
+		return f.stream(ctx)
+	}
+	rv, err := f.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	return f.watch(ctx, rv)
+}
+
+// stream watches the node's Lease from its current state: the API server's
+// watch list (sendInitialEvents, Kubernetes 1.27 and later, on by default
+// since 1.32) sends the Lease as an ADDED event, then a bookmark that ends
+// the initial events, then each change. One request where a list and a watch
+// take two. No Lease before the bookmark: the node has none. The stream holds
+// a ListsAtOnce place until its bookmark, as a list holds one until it is
+// answered. A server that refuses the stream's options (400 or 422: the
+// WatchList feature off, or a server too old to know it) is asked no more:
+// every follower of the Watcher lists and watches from then on.
+func (f *follower) stream(ctx context.Context) (delivered bool, err error) {
+	release, ok := f.w.holdListPlace(ctx)
+	if !ok {
+		return false, nil
+	}
+	defer release()
+	opts := metav1.ListOptions{FieldSelector: f.selector(), ResourceVersion: "0",
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true}
+	found, initial := false, true
+	delivered, err = f.w.watchLeases(ctx, opts, f.logger, func(t watch.EventType, lease *coordinationv1.Lease) bool {
+		if t == watch.Bookmark {
+			if initial && lease.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
+				initial = false
+				release()
+				if !found {
+					f.gone(f.w)
+				}
+			}
+			return false
+		}
+		if !f.mine(lease) {
+			return false
+		}
+		if t == watch.Deleted {
+			found = false
+			f.gone(f.w)
+		} else {
+			found = true
+			f.seen(ctx, f.w, renewTime(lease))
+		}
+		// The initial events stand for a list, which delivers nothing:
+		// a server that closes each stream once they are sent is
+		// followed again after a backoff, never in a tight loop.
+		return !initial
+	}, nil, nil)
+	if err != nil && (apierrors.IsBadRequest(err) || apierrors.IsInvalid(err)) && !delivered {
+		if f.w.streams.CompareAndSwap(true, false) {
+			f.logger.V(2).Info("The API server refused a watch with initial events; following each Lease with a list and a watch", "err", err)
+		}
+		return false, errNoStreams
+	}
+	if err != nil {
+		return delivered, fmt.Errorf("streaming the Lease of node %s: %w", f.node, err)
+	}
+	return delivered, nil
 }
 
 // list reads the node's Lease from the watch cache, reports what it found,
@@ -506,21 +577,35 @@ func (f *follower) list(ctx context.Context) (string, error) {
 // watch watches the node's Lease from resourceVersion rv and reports what
 // it delivers (see Watcher.watchLeases).
 func (f *follower) watch(ctx context.Context, rv string) (delivered bool, err error) {
-	delivered, err = f.w.watchLeases(ctx, f.selector(), rv, f.logger, func(t watch.EventType, lease *coordinationv1.Lease) bool {
-		if !f.mine(lease) {
-			return false
-		}
-		if t == watch.Deleted {
-			f.gone(f.w)
-		} else {
-			f.seen(ctx, f.w, renewTime(lease))
-		}
-		return true
-	}, nil, nil)
+	delivered, err = f.w.watchLeases(ctx, metav1.ListOptions{FieldSelector: f.selector(), ResourceVersion: rv}, f.logger,
+		func(t watch.EventType, lease *coordinationv1.Lease) bool {
+			if !f.mine(lease) {
+				return false
+			}
+			if t == watch.Deleted {
+				f.gone(f.w)
+			} else {
+				f.seen(ctx, f.w, renewTime(lease))
+			}
+			return true
+		}, nil, nil)
 	if err != nil {
 		return delivered, fmt.Errorf("watching the Lease of node %s: %w", f.node, err)
 	}
 	return delivered, nil
+}
+
+// holdListPlace waits for one of the ListsAtOnce places, and returns what
+// gives it back (at most once, however often called); false if ctx ended
+// first.
+func (w *Watcher) holdListPlace(ctx context.Context) (release func(), ok bool) {
+	select {
+	case w.lists <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-w.lists }) }, true
 }
 
 // listLeases lists the node Leases the field selector selects (empty: all)
@@ -528,36 +613,35 @@ func (f *follower) watch(ctx context.Context, rv string) (delivered bool, err er
 // listTimeout, once it holds one of the ListsAtOnce places; counted as
 // Listed.
 func (w *Watcher) listLeases(ctx context.Context, selector string) (*coordinationv1.LeaseList, error) {
-	select {
-	case w.lists <- struct{}{}:
-	case <-ctx.Done():
+	release, ok := w.holdListPlace(ctx)
+	if !ok {
 		return nil, ctx.Err()
 	}
-	defer func() { <-w.lists }()
+	defer release()
 	lctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	w.counted(Listed)
 	return w.leases.List(lctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: "0"})
 }
 
-// watchLeases watches the node Leases the field selector selects (empty:
-// all) from resourceVersion rv, asking the server to end the watch after
-// 5-10 min, and hands the Lease of each ADDED, MODIFIED or DELETED event to
-// handle, which says whether it delivered anything; each time wake fires
-// (a nil channel never does) it calls woken. It returns once the watch ends
-// or ctx does: whether anything was delivered, and an error unless the
-// watch was closed or expired, which a new list settles. A watch started is
-// counted as Watched.
-func (w *Watcher) watchLeases(ctx context.Context, selector, rv string, logger klog.Logger,
+// watchLeases watches the node Leases as opts say (their field selector,
+// empty for all; the resourceVersion to start from), asking the server to
+// end the watch after 5-10 min, and hands the Lease of each ADDED, MODIFIED
+// or DELETED event (and BOOKMARK, if opts allow them) to handle, which says
+// whether it delivered anything; each time wake fires (a nil channel never
+// does) it calls woken. It returns once the watch ends or ctx does: whether
+// anything was delivered, and an error unless the watch was closed or
+// expired, which a new list settles. A watch started is counted as Watched.
+func (w *Watcher) watchLeases(ctx context.Context, opts metav1.ListOptions, logger klog.Logger,
 	handle func(watch.EventType, *coordinationv1.Lease) bool, wake <-chan struct{}, woken func()) (delivered bool, err error) {
-	timeout := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
-	wi, err := w.leases.Watch(ctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: rv, TimeoutSeconds: &timeout})
+	opts.TimeoutSeconds = ptr.To(int64(minWatchTimeout.Seconds() * (1 + rand.Float64())))
+	wi, err := w.leases.Watch(ctx, opts)
 	if err != nil {
 		if expired(err) {
-			logger.V(4).Info("The Lease watch expired; listing again", "resourceVersion", rv)
+			logger.V(4).Info("The Lease watch expired; listing again", "resourceVersion", opts.ResourceVersion)
 			return false, nil
 		}
-		return false, fmt.Errorf("from resourceVersion %s: %w", rv, err)
+		return false, fmt.Errorf("from resourceVersion %s: %w", opts.ResourceVersion, err)
 	}
 	defer wi.Stop()
 	w.counted(Watched)
@@ -572,7 +656,10 @@ func (w *Watcher) watchLeases(ctx context.Context, selector, rv string, logger k
 				return delivered, nil
 			}
 			switch ev.Type {
-			case watch.Added, watch.Modified, watch.Deleted:
+			case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+				if ev.Type == watch.Bookmark && !opts.AllowWatchBookmarks {
+					continue
+				}
 				if lease, ok := ev.Object.(*coordinationv1.Lease); ok && handle(ev.Type, lease) {
 					delivered = true
 				}

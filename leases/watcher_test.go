@@ -13,7 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -71,9 +74,36 @@ type fixture struct {
 	done   chan struct{}
 }
 
-// newFixture makes a Watcher on a fake clientset holding objs; it does not
-// run it (see run). configure, if set, adds reactors before anything runs.
+// server says how the fixture's fake API server answers a watch with
+// initial events (sendInitialEvents), which client-go's fake ignores.
+type server int
+
+const (
+	// streams: as the API server with the WatchList feature (Kubernetes'
+	// default since 1.32) does (streamingLeases).
+	streams server = iota
+	// refuses: as the API server without it does, 422 Invalid (lists and
+	// watches then follow each Lease).
+	refuses
+)
+
+func (s server) String() string {
+	return [...]string{"a server that streams", "a server that refuses streams"}[s]
+}
+
+// servers are both kinds, for the tests that must hold on either.
+var servers = []server{streams, refuses}
+
+// newFixture makes a Watcher on a fake clientset holding objs, on a server
+// that streams; it does not run it (see run). configure, if set, adds
+// reactors before anything runs.
 func newFixture(t *testing.T, configure func(*fake.Clientset), objs ...runtime.Object) *fixture {
+	t.Helper()
+	return newFixtureOn(t, streams, configure, objs...)
+}
+
+// newFixtureOn is newFixture on the server given.
+func newFixtureOn(t *testing.T, s server, configure func(*fake.Clientset), objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, client: fake.NewClientset(objs...), reports: make(chan report, 1000), counts: map[string]int{}}
 	if configure != nil {
@@ -81,8 +111,96 @@ func newFixture(t *testing.T, configure func(*fake.Clientset), objs ...runtime.O
 	}
 	f.w = NewWatcher(f.client, func(node string, renewed time.Time) { f.reports <- report{node, renewed} },
 		Options{Counted: f.count})
+	f.w.leases = streamingLeases{LeaseInterface: f.w.leases, refuse: s == refuses}
 	return f
 }
+
+// streamingLeases answers a watch with initial events (sendInitialEvents) as
+// an API server does, over client-go's fake, which ignores the option: an
+// ADDED event for each Lease the field selector selects, the bookmark that
+// ends them, then the changes; or, if refuse, 422 as a server without the
+// WatchList feature does. Other requests go to the fake as they are.
+type streamingLeases struct {
+	typedcoordinationv1.LeaseInterface
+	refuse bool
+}
+
+// refusal is what kube-apiserver answers a watch with initial events when
+// its WatchList feature is off.
+var refusal = apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "",
+	field.ErrorList{field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled")})
+
+func (s streamingLeases) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
+		return s.LeaseInterface.Watch(ctx, opts)
+	}
+	if s.refuse {
+		return nil, refusal
+	}
+	if opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || !opts.AllowWatchBookmarks {
+		return nil, apierrors.NewBadRequest("sendInitialEvents needs resourceVersionMatch NotOlderThan and allowWatchBookmarks")
+	}
+	selector, err := fields.ParseSelector(opts.FieldSelector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	// The changes are watched before the state is listed: nothing falls
+	// between, and what is in both is reported once.
+	changes, err := s.LeaseInterface.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.LeaseInterface.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		changes.Stop()
+		return nil, err
+	}
+	out := &stream{result: make(chan watch.Event), done: make(chan struct{})}
+	go func() {
+		defer close(out.result)
+		defer changes.Stop()
+		send := func(ev watch.Event) bool {
+			select {
+			case out.result <- ev:
+				return true
+			case <-out.done:
+				return false
+			}
+		}
+		for i := range list.Items {
+			l := &list.Items[i]
+			if selector.Matches(fields.Set{"metadata.name": l.Name, "metadata.namespace": l.Namespace}) && !send(watch.Event{Type: watch.Added, Object: l}) {
+				return
+			}
+		}
+		end := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{ResourceVersion: list.ResourceVersion,
+			Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+		if !send(watch.Event{Type: watch.Bookmark, Object: end}) {
+			return
+		}
+		for {
+			select {
+			case ev, ok := <-changes.ResultChan():
+				if !ok || !send(ev) {
+					return
+				}
+			case <-out.done:
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// stream is a watch.Interface that streamingLeases feeds.
+type stream struct {
+	result chan watch.Event
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (s *stream) Stop()                          { s.once.Do(func() { close(s.done) }) }
+func (s *stream) ResultChan() <-chan watch.Event { return s.result }
 
 func (f *fixture) count(what string) {
 	f.mu.Lock()
@@ -217,122 +335,138 @@ func (f *fixture) update(node string, change func(*coordinationv1.Lease)) {
 }
 
 func TestStartReportsTheCurrentRenewal(t *testing.T) {
-	f := newFixture(t, nil, lease("n1", renewal(1)), lease("n2", renewal(2)), lease("n3", renewal(3)))
-	f.w.Start("n1") // before Run: remembered
-	f.run()
-	f.want("n1", renewal(1))
-	f.w.Start("n2")
-	f.want("n2", renewal(2))
-	f.w.Start("n2") // already followed: nothing new
-	if got := f.w.Followed(); got != 2 {
-		t.Errorf("got %d nodes followed, want 2", got)
-	}
+	for _, s := range servers {
+		t.Run(s.String(), func(t *testing.T) {
+			f := newFixtureOn(t, s, nil, lease("n1", renewal(1)), lease("n2", renewal(2)), lease("n3", renewal(3)))
+			f.w.Start("n1") // before Run: remembered
+			f.run()
+			f.want("n1", renewal(1))
+			f.w.Start("n2")
+			f.want("n2", renewal(2))
+			f.w.Start("n2") // already followed: nothing new
+			if got := f.w.Followed(); got != 2 {
+				t.Errorf("got %d nodes followed, want 2", got)
+			}
 
-	// The fake serves every Lease to every list and watch, whatever the
-	// selector: n3's renewal reaches n1's watch first, then n1's own, so by
-	// n1's report its watch has passed n3's over.
-	f.waitCounted(Watched, 2)
-	f.renew("n3", renewal(10))
-	f.renew("n1", renewal(11))
-	f.want("n1", renewal(11))
-	if got := f.counted(Renewed); got != 3 {
-		t.Errorf("got %d renewals counted, want 3", got)
+			// The fake serves every Lease to every list and watch, whatever the
+			// selector: n3's renewal reaches n1's watch first, then n1's own, so by
+			// n1's report its watch has passed n3's over.
+			f.waitCounted(Watched, 2)
+			f.renew("n3", renewal(10))
+			f.renew("n1", renewal(11))
+			f.want("n1", renewal(11))
+			if got := f.counted(Renewed); got != 3 {
+				t.Errorf("got %d renewals counted, want 3", got)
+			}
+		})
 	}
 }
 
 func TestARenewalIsReportedOnce(t *testing.T) {
-	f := newFixture(t, nil, lease("n1", renewal(1)))
-	f.w.Start("n1")
-	f.run()
-	f.want("n1", renewal(1))
+	for _, s := range servers {
+		t.Run(s.String(), func(t *testing.T) {
+			f := newFixtureOn(t, s, nil, lease("n1", renewal(1)))
+			f.w.Start("n1")
+			f.run()
+			f.want("n1", renewal(1))
 
-	f.renew("n1", renewal(2))
-	f.want("n1", renewal(2))
-	// The same renewTime again (another field changed): not a renewal. The
-	// next report must be the next renewal, as one node's reports keep the
-	// order of its Lease's changes.
-	f.update("n1", func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To[int32](41) })
-	f.renew("n1", renewal(3))
-	f.want("n1", renewal(3))
-	if got := f.counted(Renewed); got != 3 {
-		t.Errorf("got %d renewals counted, want 3", got)
+			f.renew("n1", renewal(2))
+			f.want("n1", renewal(2))
+			// The same renewTime again (another field changed): not a renewal. The
+			// next report must be the next renewal, as one node's reports keep the
+			// order of its Lease's changes.
+			f.update("n1", func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To[int32](41) })
+			f.renew("n1", renewal(3))
+			f.want("n1", renewal(3))
+			if got := f.counted(Renewed); got != 3 {
+				t.Errorf("got %d renewals counted, want 3", got)
+			}
+		})
 	}
 }
 
 func TestStopEndsReports(t *testing.T) {
-	// Record each node's watches (the fake's own), to see n1's stop.
-	var mu sync.Mutex
-	watches := map[string][]watch.Interface{}
-	f := newFixture(t, func(c *fake.Clientset) {
-		c.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
-			opts := a.(k8stesting.WatchActionImpl).ListOptions
-			w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
-			if err != nil {
-				return true, nil, err
+	for _, s := range servers {
+		t.Run(s.String(), func(t *testing.T) {
+			// Record each node's watches (the fake's own), to see n1's stop.
+			var mu sync.Mutex
+			watches := map[string][]watch.Interface{}
+			f := newFixtureOn(t, s, func(c *fake.Clientset) {
+				c.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
+					opts := a.(k8stesting.WatchActionImpl).ListOptions
+					w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
+					if err != nil {
+						return true, nil, err
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					watches[opts.FieldSelector] = append(watches[opts.FieldSelector], w)
+					return true, w, nil
+				})
+			}, lease("n1", renewal(1)), lease("n2", renewal(2)))
+			f.w.Start("n1")
+			f.w.Start("n2")
+			f.run()
+			f.wantNodes(map[string]time.Time{"n1": renewal(1), "n2": renewal(2)})
+			f.waitCounted(Watched, 2)
+
+			f.w.Stop("n1")
+			f.w.Stop("n1") // twice: nothing more
+			if got := f.w.Followed(); got != 1 {
+				t.Errorf("got %d nodes followed after a Stop, want 1", got)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			watches[opts.FieldSelector] = append(watches[opts.FieldSelector], w)
-			return true, w, nil
+			waitFor(t, "n1's watch stopped", func() (bool, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				ws := watches["metadata.name=n1"]
+				if len(ws) != 1 {
+					return false, fmt.Sprintf("%d watches of n1, want 1", len(ws))
+				}
+				stopped := ws[0].(interface{ IsStopped() bool }).IsStopped()
+				return stopped, fmt.Sprintf("stopped: %t", stopped)
+			})
+			f.renew("n1", renewal(10))
+			f.renew("n2", renewal(11))
+			f.want("n2", renewal(11))
+			f.wantNoReport("after n1 was stopped")
+
+			f.w.Start("n1") // followed again: its current renewTime is reported again
+			f.want("n1", renewal(10))
 		})
-	}, lease("n1", renewal(1)), lease("n2", renewal(2)))
-	f.w.Start("n1")
-	f.w.Start("n2")
-	f.run()
-	f.wantNodes(map[string]time.Time{"n1": renewal(1), "n2": renewal(2)})
-	f.waitCounted(Watched, 2)
-
-	f.w.Stop("n1")
-	f.w.Stop("n1") // twice: nothing more
-	if got := f.w.Followed(); got != 1 {
-		t.Errorf("got %d nodes followed after a Stop, want 1", got)
 	}
-	waitFor(t, "n1's watch stopped", func() (bool, string) {
-		mu.Lock()
-		defer mu.Unlock()
-		ws := watches["metadata.name=n1"]
-		if len(ws) != 1 {
-			return false, fmt.Sprintf("%d watches of n1, want 1", len(ws))
-		}
-		stopped := ws[0].(interface{ IsStopped() bool }).IsStopped()
-		return stopped, fmt.Sprintf("stopped: %t", stopped)
-	})
-	f.renew("n1", renewal(10))
-	f.renew("n2", renewal(11))
-	f.want("n2", renewal(11))
-	f.wantNoReport("after n1 was stopped")
-
-	f.w.Start("n1") // followed again: its current renewTime is reported again
-	f.want("n1", renewal(10))
 }
 
 func TestANodeWithoutLeaseIsMissingUntilItsLeaseAppears(t *testing.T) {
-	f := newFixture(t, nil, lease("other", renewal(1)))
-	f.w.Start("n1")
-	f.run()
-	f.waitCounted(Missing, 1)
-	f.waitCounted(Watched, 1)
+	for _, s := range servers {
+		t.Run(s.String(), func(t *testing.T) {
+			f := newFixtureOn(t, s, nil, lease("other", renewal(1)))
+			f.w.Start("n1")
+			f.run()
+			f.waitCounted(Missing, 1)
+			f.waitCounted(Watched, 1)
 
-	leases := f.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-	if _, err := leases.Create(t.Context(), lease("n1", renewal(2)), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.want("n1", renewal(2))
+			leases := f.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+			if _, err := leases.Create(t.Context(), lease("n1", renewal(2)), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.want("n1", renewal(2))
 
-	if err := leases.Delete(t.Context(), "n1", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.waitCounted(Missing, 2)
-	// Recreated with the renewTime it had: the Lease is back, reported again.
-	if _, err := leases.Create(t.Context(), lease("n1", renewal(2)), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.want("n1", renewal(2))
-	if got := f.counted(Missing); got != 2 {
-		t.Errorf("got %d missing counted, want 2: once at the start, once on deletion", got)
-	}
-	if got := f.counted(Failed); got != 0 {
-		t.Errorf("got %d failures counted, want none: a missing Lease is no error", got)
+			if err := leases.Delete(t.Context(), "n1", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.waitCounted(Missing, 2)
+			// Recreated with the renewTime it had: the Lease is back, reported again.
+			if _, err := leases.Create(t.Context(), lease("n1", renewal(2)), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.want("n1", renewal(2))
+			if got := f.counted(Missing); got != 2 {
+				t.Errorf("got %d missing counted, want 2: once at the start, once on deletion", got)
+			}
+			if got := f.counted(Failed); got != 0 {
+				t.Errorf("got %d failures counted, want none: a missing Lease is no error", got)
+			}
+		})
 	}
 }
 
@@ -349,49 +483,62 @@ func TestAnEndedWatchIsReestablished(t *testing.T) {
 			w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonGone})
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			watches := make(chan *watch.FakeWatcher, 10)
-			f := newFixture(t, func(c *fake.Clientset) {
-				c.PrependWatchReactor("leases", func(k8stesting.Action) (bool, watch.Interface, error) {
-					w := watch.NewFake()
-					watches <- w
-					return true, w, nil
-				})
-			}, lease("n1", renewal(1)))
-			nextWatch := func() *watch.FakeWatcher {
-				t.Helper()
-				select {
-				case w := <-watches:
-					return w
-				case <-time.After(deadline):
-					t.Fatalf("no watch in %s, want one (lists: %d)", deadline, f.counted(Listed))
-					return nil
-				}
-			}
-			f.w.Start("n1")
-			f.run()
-			f.want("n1", renewal(1))
+		for _, s := range servers {
+			t.Run(tc.name+" on "+s.String(), func(t *testing.T) {
+				t.Parallel()
+				testAnEndedWatchIsReestablished(t, s, tc.end)
+			})
+		}
+	}
+}
 
-			first := nextWatch()
-			renewed := lease("n1", renewal(2))
-			if err := f.client.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), renewed, corev1.NamespaceNodeLease); err != nil {
-				t.Fatal(err)
-			}
-			first.Modify(renewed)
-			f.want("n1", renewal(2))
-			tc.end(first)
-
-			second := nextWatch()
-			if got := f.counted(Listed); got != 2 {
-				t.Errorf("got %d lists, want 2: one at the start, one after the watch ended", got)
-			}
-			second.Modify(lease("n1", renewal(3)))
-			f.want("n1", renewal(3)) // and not renewal(2) again, from the list
-			if got := f.counted(Failed); got != 0 {
-				t.Errorf("got %d failures counted, want none: a watch that ends is listed again at once", got)
-			}
+// testAnEndedWatchIsReestablished is TestAnEndedWatchIsReestablished on
+// server s, with the first watch ended by end.
+func testAnEndedWatchIsReestablished(t *testing.T, s server, end func(*watch.FakeWatcher)) {
+	watches := make(chan *watch.FakeWatcher, 10)
+	f := newFixtureOn(t, s, func(c *fake.Clientset) {
+		c.PrependWatchReactor("leases", func(k8stesting.Action) (bool, watch.Interface, error) {
+			w := watch.NewFake()
+			watches <- w
+			return true, w, nil
 		})
+	}, lease("n1", renewal(1)))
+	nextWatch := func() *watch.FakeWatcher {
+		t.Helper()
+		select {
+		case w := <-watches:
+			return w
+		case <-time.After(deadline):
+			t.Fatalf("no watch in %s, want one (lists: %d)", deadline, f.counted(Listed))
+			return nil
+		}
+	}
+	f.w.Start("n1")
+	f.run()
+	f.want("n1", renewal(1))
+
+	first := nextWatch()
+	renewed := lease("n1", renewal(2))
+	if err := f.client.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), renewed, corev1.NamespaceNodeLease); err != nil {
+		t.Fatal(err)
+	}
+	first.Modify(renewed)
+	f.want("n1", renewal(2))
+	end(first)
+
+	second := nextWatch()
+	// Each follow is a list and a watch, or one stream.
+	wantLists := map[server]int{streams: 0, refuses: 2}[s]
+	if got := f.counted(Listed); got != wantLists {
+		t.Errorf("got %d lists, want %d: one per follow, at the start and after the watch ended, where the server does not stream", got, wantLists)
+	}
+	second.Modify(lease("n1", renewal(3)))
+	f.want("n1", renewal(3)) // and not renewal(2) again, from the list or the initial events
+	if got := f.counted(Failed); got != 0 {
+		t.Errorf("got %d failures counted, want none: a watch that ends is followed again at once", got)
+	}
+	if got := f.counted(Watched); got != 2 {
+		t.Errorf("got %d watches, want 2", got)
 	}
 }
 
@@ -426,34 +573,46 @@ func TestFailuresBackOff(t *testing.T) {
 			})
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			var lists atomic.Int64
-			f := newFixture(t, func(c *fake.Clientset) {
-				tc.configure(c)
-				// First in the chain: counts every list, then lets the
-				// others answer.
-				c.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-					lists.Add(1)
-					return false, nil, nil
+		for _, s := range servers {
+			t.Run(tc.name+" on "+s.String(), func(t *testing.T) {
+				t.Parallel()
+				// A try is a list where the server does not stream, a
+				// stream where it does.
+				var tries atomic.Int64
+				f := newFixtureOn(t, s, func(c *fake.Clientset) {
+					tc.configure(c)
+					// First in the chain: count every try, then let the
+					// others answer.
+					c.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+						if s == refuses {
+							tries.Add(1)
+						}
+						return false, nil, nil
+					})
+					c.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
+						if initial := a.(k8stesting.WatchActionImpl).ListOptions.SendInitialEvents; initial != nil && *initial {
+							tries.Add(1)
+						}
+						return false, nil, nil
+					})
+				}, lease("n1", renewal(1)))
+				start := time.Now()
+				f.w.Start("n1")
+				f.run()
+				waitFor(t, "a second try", func() (bool, string) {
+					n := tries.Load()
+					return n >= 2, fmt.Sprintf("%d tries", n)
 				})
-			}, lease("n1", renewal(1)))
-			start := time.Now()
-			f.w.Start("n1")
-			f.run()
-			waitFor(t, "a second list", func() (bool, string) {
-				n := lists.Load()
-				return n >= 2, fmt.Sprintf("%d lists", n)
+				time.Sleep(2 * time.Second)
+				// Each retry waits at least backoffBase: a spin would try
+				// thousands of times, a backoff at most once a backoffBase.
+				elapsed := time.Since(start)
+				got, bound := tries.Load(), 2+int64(elapsed/backoffBase)
+				if got > bound {
+					t.Errorf("got %d tries in %s, want at most %d: failures must back off", got, elapsed.Round(time.Millisecond), bound)
+				}
 			})
-			time.Sleep(2 * time.Second)
-			// Each retry waits at least backoffBase: a spin would list
-			// thousands of times, a backoff at most once a backoffBase.
-			elapsed := time.Since(start)
-			got, bound := lists.Load(), 2+int64(elapsed/backoffBase)
-			if got > bound {
-				t.Errorf("got %d lists in %s, want at most %d: failures must back off", got, elapsed.Round(time.Millisecond), bound)
-			}
-		})
+		}
 	}
 }
 
@@ -491,17 +650,28 @@ func (g *gatedLeases) state() (now, most, all int) {
 	return g.now, g.most, g.all
 }
 
+// TestListsUnderWayAreBounded: at most ListsAtOnce lists, or streams until
+// their initial events end, are under way at once.
 func TestListsUnderWayAreBounded(t *testing.T) {
+	for _, s := range servers {
+		t.Run(s.String(), func(t *testing.T) { testListsUnderWayAreBounded(t, s) })
+	}
+}
+
+// testListsUnderWayAreBounded is TestListsUnderWayAreBounded on server s,
+// whose lists (its own, or those that give a stream its initial events) wait
+// for a gate.
+func testListsUnderWayAreBounded(t *testing.T, s server) {
 	const nodes, atOnce = 10, 3
 	var objs []runtime.Object
 	for i := range nodes {
 		objs = append(objs, lease(fmt.Sprintf("n%d", i), renewal(i)))
 	}
-	f := newFixture(t, nil, objs...)
-	gated := &gatedLeases{LeaseInterface: f.w.leases, gate: make(chan struct{})}
+	f := newFixtureOn(t, s, nil, objs...)
+	gated := &gatedLeases{LeaseInterface: f.client.CoordinationV1().Leases(corev1.NamespaceNodeLease), gate: make(chan struct{})}
 	f.w = NewWatcher(f.client, func(node string, renewed time.Time) { f.reports <- report{node, renewed} },
 		Options{Counted: f.count, ListsAtOnce: atOnce})
-	f.w.leases = gated
+	f.w.leases = streamingLeases{LeaseInterface: gated, refuse: s == refuses}
 	want := map[string]time.Time{}
 	for i := range nodes {
 		node := fmt.Sprintf("n%d", i)
@@ -521,20 +691,24 @@ func TestListsUnderWayAreBounded(t *testing.T) {
 }
 
 func TestRunReturnsOnceItsContextEnds(t *testing.T) {
-	f := newFixture(t, nil, lease("n1", renewal(1)), lease("n2", renewal(2)))
-	f.w.Start("n1")
-	f.w.Start("n2")
-	f.w.Start("n3") // no Lease: its watch is open all the same
-	f.run()
-	f.wantNodes(map[string]time.Time{"n1": renewal(1), "n2": renewal(2)})
-	f.waitCounted(Watched, 3)
-	f.stop() // fails the test unless Run returns
+	for _, s := range servers {
+		t.Run(s.String(), func(t *testing.T) {
+			f := newFixtureOn(t, s, nil, lease("n1", renewal(1)), lease("n2", renewal(2)))
+			f.w.Start("n1")
+			f.w.Start("n2")
+			f.w.Start("n3") // no Lease: its watch is open all the same
+			f.run()
+			f.wantNodes(map[string]time.Time{"n1": renewal(1), "n2": renewal(2)})
+			f.waitCounted(Watched, 3)
+			f.stop() // fails the test unless Run returns
 
-	f.w.Start("n4")
-	if got := f.w.Followed(); got != 3 {
-		t.Errorf("got %d nodes followed after Run returned and n4 was started, want 3: Start does nothing then", got)
+			f.w.Start("n4")
+			if got := f.w.Followed(); got != 3 {
+				t.Errorf("got %d nodes followed after Run returned and n4 was started, want 3: Start does nothing then", got)
+			}
+			f.wantNoReport("after Run returned")
+		})
 	}
-	f.wantNoReport("after Run returned")
 }
 
 // TestListAllReadsEveryPage: ListAll follows the list's continue tokens to
@@ -588,5 +762,65 @@ func TestListAllReturnsItsError(t *testing.T) {
 	}
 	if got := f.counted(Failed); got != 1 {
 		t.Errorf("got %d failures counted, want 1", got)
+	}
+}
+
+// TestAStreamFollowsANodeInOneRequest: where the API server streams, each
+// node followed costs one watch, which reports its current renewal and then
+// each change, and no list.
+func TestAStreamFollowsANodeInOneRequest(t *testing.T) {
+	f := newFixture(t, nil, lease("n1", renewal(1)), lease("n2", renewal(2)))
+	f.w.Start("n1")
+	f.w.Start("n2")
+	f.run()
+	f.wantNodes(map[string]time.Time{"n1": renewal(1), "n2": renewal(2)})
+	f.waitCounted(Watched, 2)
+	f.renew("n2", renewal(20))
+	f.want("n2", renewal(20))
+	if got := f.counted(Listed); got != 0 {
+		t.Errorf("got %d lists, want none: the streams' initial events stand for them", got)
+	}
+	if got := f.counted(Watched); got != 2 {
+		t.Errorf("got %d watches, want 2: one per node", got)
+	}
+}
+
+// askedStreams counts the watches with initial events asked of it.
+type askedStreams struct {
+	typedcoordinationv1.LeaseInterface
+	n atomic.Int64
+}
+
+func (a *askedStreams) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		a.n.Add(1)
+	}
+	return a.LeaseInterface.Watch(ctx, opts)
+}
+
+// TestAServerThatRefusesStreamsIsAskedOnce: once the API server refuses a
+// stream, the Watcher lists and watches every node it follows, then and
+// later, without asking again; the refusal is no failure.
+func TestAServerThatRefusesStreamsIsAskedOnce(t *testing.T) {
+	f := newFixtureOn(t, refuses, nil, lease("n1", renewal(1)), lease("n2", renewal(2)), lease("n3", renewal(3)))
+	asked := &askedStreams{LeaseInterface: f.w.leases}
+	f.w.leases = asked
+	f.w.Start("n1")
+	f.run()
+	f.want("n1", renewal(1))
+	f.w.Start("n2")
+	f.w.Start("n3")
+	f.wantNodes(map[string]time.Time{"n2": renewal(2), "n3": renewal(3)})
+	f.waitCounted(Watched, 3)
+	f.renew("n3", renewal(30))
+	f.want("n3", renewal(30))
+	if got := asked.n.Load(); got != 1 {
+		t.Errorf("got %d streams asked for, want 1: a refusal stands for the Watcher's life", got)
+	}
+	if got := f.counted(Listed); got != 3 {
+		t.Errorf("got %d lists, want 3: one per node", got)
+	}
+	if got := f.counted(Failed); got != 0 {
+		t.Errorf("got %d failures counted, want none: a refused stream says how the server serves", got)
 	}
 }

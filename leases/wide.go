@@ -8,6 +8,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 )
@@ -58,6 +59,16 @@ func (wd *wide) takePending() []string {
 	return nodes
 }
 
+// once lists every node Lease, then watches them from the list's
+// resourceVersion.
+func (wd *wide) once(ctx context.Context) (delivered bool, err error) {
+	rv, err := wd.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	return wd.watch(ctx, rv)
+}
+
 // list reads every node Lease from the watch cache, reports each followed
 // node's renewTime, and returns the resourceVersion to watch from.
 func (wd *wide) list(ctx context.Context) (string, error) {
@@ -99,7 +110,7 @@ func (wd *wide) list(ctx context.Context) (string, error) {
 // it delivers for the nodes followed, and the current renewTime of each node
 // started meanwhile (see Watcher.watchLeases).
 func (wd *wide) watch(ctx context.Context, rv string) (delivered bool, err error) {
-	delivered, err = wd.w.watchLeases(ctx, "", rv, wd.logger, func(t watch.EventType, lease *coordinationv1.Lease) bool {
+	delivered, err = wd.w.watchLeases(ctx, metav1.ListOptions{ResourceVersion: rv}, wd.logger, func(t watch.EventType, lease *coordinationv1.Lease) bool {
 		if !inNamespace(lease) {
 			return false
 		}
