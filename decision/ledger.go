@@ -122,8 +122,9 @@ type Meta struct {
 // cluster (package record) when it starts. Each change is reported to the
 // Changed hook, which persists it.
 type Ledger struct {
-	mu      sync.Mutex
-	entries map[string]Entry
+	mu sync.Mutex
+	// entries are the nodes' entries, packed (held).
+	entries map[string]held
 	failed  int
 	meta    Meta
 	// Changed, set by the persistence, is called with every changed node
@@ -135,9 +136,9 @@ type Ledger struct {
 // NewLedger returns a ledger holding entries and meta, as read back from the
 // cluster.
 func NewLedger(entries map[string]Entry, meta Meta) *Ledger {
-	l := &Ledger{entries: map[string]Entry{}, meta: meta}
+	l := &Ledger{entries: make(map[string]held, len(entries)), meta: meta}
 	for node, e := range entries {
-		l.entries[node] = e
+		l.entries[node] = hold(e)
 		if e.Stage == StageFailed {
 			l.failed++
 		}
@@ -149,8 +150,11 @@ func NewLedger(entries map[string]Entry, meta Meta) *Ledger {
 func (l *Ledger) Entry(node string) (Entry, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, ok := l.entries[node]
-	return e, ok
+	h, ok := l.entries[node]
+	if !ok {
+		return Entry{}, false
+	}
+	return h.entry(), true
 }
 
 // Nodes returns the nodes the ledger has entries for.
@@ -164,7 +168,11 @@ func (l *Ledger) Nodes() []string {
 func (l *Ledger) Entries() map[string]Entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return maps.Clone(l.entries)
+	entries := make(map[string]Entry, len(l.entries))
+	for node, h := range l.entries {
+		entries[node] = h.entry()
+	}
+	return entries
 }
 
 // Meta returns the record's meta.
@@ -187,10 +195,10 @@ func (l *Ledger) FailedNodes() (names []string, why map[string]string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	why = make(map[string]string, l.failed)
-	for node, e := range l.entries {
-		if e.Stage == StageFailed {
+	for node, h := range l.entries {
+		if h.stage == stageFailed {
 			names = append(names, node)
-			why[node] = e.Reason
+			why[node] = h.entry().Reason
 		}
 	}
 	slices.Sort(names)
@@ -207,10 +215,10 @@ func (l *Ledger) Set(node string, e Entry, urgent bool) {
 	l.mu.Lock()
 	old, had := l.entries[node]
 	switch {
-	case had && old.Stage == StageFailed:
+	case had && old.stage == stageFailed:
 		l.mu.Unlock()
 		return
-	case had && old.Stage == StageSettled && e.Stage != StageFailed:
+	case had && old.stage == stageSettled && e.Stage != StageFailed:
 		l.mu.Unlock()
 		return
 	}
@@ -220,7 +228,7 @@ func (l *Ledger) Set(node string, e Entry, urgent bool) {
 			e.Reason = e.Reason[:maxReason] + "…"
 		}
 	}
-	l.entries[node] = e
+	l.entries[node] = hold(e)
 	changed := l.Changed
 	l.mu.Unlock()
 	if changed != nil {
@@ -231,8 +239,8 @@ func (l *Ledger) Set(node string, e Entry, urgent bool) {
 // Clear removes the node's entry unless it failed or settled, which stand.
 func (l *Ledger) Clear(node string) {
 	l.mu.Lock()
-	e, ok := l.entries[node]
-	if !ok || e.Stage == StageFailed || e.Stage == StageSettled {
+	h, ok := l.entries[node]
+	if !ok || h.stage == stageFailed || h.stage == stageSettled {
 		l.mu.Unlock()
 		return
 	}
@@ -248,12 +256,12 @@ func (l *Ledger) Clear(node string) {
 // or the DaemonSet no longer runs there.
 func (l *Ledger) Forget(node string) {
 	l.mu.Lock()
-	e, ok := l.entries[node]
+	h, ok := l.entries[node]
 	if !ok {
 		l.mu.Unlock()
 		return
 	}
-	if e.Stage == StageFailed {
+	if h.stage == stageFailed {
 		// A failure is counted for ever, even once its node is gone: a
 		// fleet the version broke does not get its budget back by losing
 		// the nodes.
