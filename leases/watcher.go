@@ -530,16 +530,10 @@ func (f *follower) stream(ctx context.Context) (delivered bool, err error) {
 			}
 			return false
 		}
-		if !f.mine(lease) {
+		if !f.event(ctx, t, lease) {
 			return false
 		}
-		if t == watch.Deleted {
-			found = false
-			f.gone(f.w)
-		} else {
-			found = true
-			f.seen(ctx, f.w, renewTime(lease))
-		}
+		found = t != watch.Deleted
 		// The initial events stand for a list, which delivers nothing:
 		// a server that closes each stream once they are sent is
 		// followed again after a backoff, never in a tight loop.
@@ -578,21 +572,26 @@ func (f *follower) list(ctx context.Context) (string, error) {
 // it delivers (see Watcher.watchLeases).
 func (f *follower) watch(ctx context.Context, rv string) (delivered bool, err error) {
 	delivered, err = f.w.watchLeases(ctx, metav1.ListOptions{FieldSelector: f.selector(), ResourceVersion: rv}, f.logger,
-		func(t watch.EventType, lease *coordinationv1.Lease) bool {
-			if !f.mine(lease) {
-				return false
-			}
-			if t == watch.Deleted {
-				f.gone(f.w)
-			} else {
-				f.seen(ctx, f.w, renewTime(lease))
-			}
-			return true
-		}, nil, nil)
+		func(t watch.EventType, lease *coordinationv1.Lease) bool { return f.event(ctx, t, lease) }, nil, nil)
 	if err != nil {
 		return delivered, fmt.Errorf("watching the Lease of node %s: %w", f.node, err)
 	}
 	return delivered, nil
+}
+
+// event reports an ADDED, MODIFIED or DELETED event of the node's Lease (a
+// renewal, or the Lease gone), and whether the event was the node's: the
+// watch and the stream both take their events through it.
+func (f *follower) event(ctx context.Context, t watch.EventType, lease *coordinationv1.Lease) bool {
+	if !f.mine(lease) {
+		return false
+	}
+	if t == watch.Deleted {
+		f.gone(f.w)
+	} else {
+		f.seen(ctx, f.w, renewTime(lease))
+	}
+	return true
 }
 
 // holdListPlace waits for one of the ListsAtOnce places, and returns what
