@@ -139,6 +139,15 @@ func (h held) entry() Entry {
 	return e
 }
 
+// reason is the failure's reason, empty if none: what FailedNodes reads,
+// without unpacking the rest.
+func (h held) reason() string {
+	if h.rare == nil {
+		return ""
+	}
+	return h.rare.reason
+}
+
 // time is the time held as sec, nil unless flag is set.
 func (h held) time(sec int64, flag heldFlags) *metav1.Time {
 	if h.flags&flag == 0 {

@@ -56,6 +56,11 @@ func TestLedgerGivesBackEveryEntryAsSet(t *testing.T) {
 	if got, want := l.Failed(), 3; got != want {
 		t.Errorf("got %d failed, want %d", got, want)
 	}
+	names, why := l.FailedNodes()
+	if got, want := fmt.Sprint(names, why), fmt.Sprint([]string{"failed", "far-future", "pull-failed"},
+		map[string]string{"failed": "crash-looping: back-off 5m0s", "far-future": "", "pull-failed": "pull"}); got != want {
+		t.Errorf("got failed nodes %s, want %s", got, want)
+	}
 
 	// Below the record's precision: kept to the second, as the record
 	// keeps it.

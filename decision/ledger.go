@@ -198,7 +198,7 @@ func (l *Ledger) FailedNodes() (names []string, why map[string]string) {
 	for node, h := range l.entries {
 		if h.stage == stageFailed {
 			names = append(names, node)
-			why[node] = h.entry().Reason
+			why[node] = h.reason()
 		}
 	}
 	slices.Sort(names)
