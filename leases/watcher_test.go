@@ -155,15 +155,16 @@ func (s streamingLeases) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 		changes.Stop()
 		return nil, err
 	}
-	out := &stream{result: make(chan watch.Event), done: make(chan struct{})}
+	result := make(chan watch.Event)
+	out := watch.NewProxyWatcher(result)
 	go func() {
-		defer close(out.result)
+		defer close(result)
 		defer changes.Stop()
 		send := func(ev watch.Event) bool {
 			select {
-			case out.result <- ev:
+			case result <- ev:
 				return true
-			case <-out.done:
+			case <-out.StopChan():
 				return false
 			}
 		}
@@ -184,23 +185,13 @@ func (s streamingLeases) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 				if !ok || !send(ev) {
 					return
 				}
-			case <-out.done:
+			case <-out.StopChan():
 				return
 			}
 		}
 	}()
 	return out, nil
 }
-
-// stream is a watch.Interface that streamingLeases feeds.
-type stream struct {
-	result chan watch.Event
-	done   chan struct{}
-	once   sync.Once
-}
-
-func (s *stream) Stop()                          { s.once.Do(func() { close(s.done) }) }
-func (s *stream) ResultChan() <-chan watch.Event { return s.result }
 
 func (f *fixture) count(what string) {
 	f.mu.Lock()
