@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // TestLedgerGivesBackEveryEntryAsSet: whatever an entry holds, the Ledger
@@ -95,5 +97,39 @@ func TestAHeldEntryIsSmall(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(100, func() { _ = hold(settled) }); allocs != 0 {
 		t.Errorf("got %.0f allocations holding a settled entry, want 0", allocs)
+	}
+}
+
+// TestASettledNodeIsSmall: a Rollout holds a nodeInfo per node and
+// DaemonSet, and what few verdicts carry is behind verdict.rare: a node
+// proven by this very judgement carries its proof there, and once judged
+// again, settled, it carries nothing, as an old node does.
+func TestASettledNodeIsSmall(t *testing.T) {
+	if got := unsafe.Sizeof(nodeInfo{}); got != 136 {
+		t.Errorf("got nodeInfo of %d bytes, want 136", got)
+	}
+	if got := unsafe.Sizeof(verdict{}); got != 64 {
+		t.Errorf("got verdict of %d bytes, want 64", got)
+	}
+	w := newWorld(t, 2, aru, map[string]string{rollout.MaxUnavailableAnnotation: "1"})
+	w.decide()
+	w.deliverDeletions()
+	w.replace("node-0", true)
+	w.decide()
+	if v := w.r.nodes["node-0"].verdict; !v.awaitsProof || v.proofPod() == "" {
+		t.Fatalf("got node-0's verdict %+v, want it awaiting its new pod's proof of life", v)
+	}
+	w.heartbeat("node-0", w.now.Add(2*time.Second))
+	w.decide()
+	if got := w.r.nodes["node-0"].verdict.proven(); got != ProofHeartbeat {
+		t.Fatalf("got node-0 proven by %q in this judgement, want %q", got, ProofHeartbeat)
+	}
+	w.now = w.now.Add(time.Second)
+	w.dirty["node-0"] = true
+	w.decide()
+	for _, node := range []string{"node-0", "node-1"} {
+		if v := w.r.nodes[node].verdict; v.rare != nil {
+			t.Errorf("got %s's verdict (%s) carrying %+v, want nothing rare", node, v.state, *v.rare)
+		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // State is where one node stands in the rollout of the target revision.
-type State int
+type State uint8
 
 const (
 	// StateOld: Ready, running an available old pod; taken within budget.
@@ -62,46 +62,87 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// verdict is a node's judgement.
+// verdict is a node's judgement. A Rollout holds one per node and
+// DaemonSet, so what few verdicts carry (a failure's reason, the pod whose
+// proof of life a node awaits, the proof that settled it) is behind rare,
+// and the rest is times and flags: 64 bytes instead of 120.
 type verdict struct {
-	state State
-	// why a node failed.
-	why string
 	// at is when the verdict changes by the clock alone, always after the
 	// judgement; zero when only an event can change it. The verdict's times
-	// are unixtime.Times: a Rollout holds one verdict per node and
-	// DaemonSet, and a time.Time is three times the size.
+	// are unixtime.Times: a time.Time is three times the size.
 	at unixtime.Time
+	// proofAfter: see awaitsProof.
+	proofAfter unixtime.Time
+	// What the clock holds a candidate by: its owner's hold stands (until
+	// holdEnd), its node's window is closed (until opens), its node names
+	// an invalid zone, or, for OTA, its offer's deadline has not passed
+	// (only then may the controller upgrade it).
+	holdEnd, opens unixtime.Time
+	// holdUntil is the owner's hold as the pod carries it, for the event
+	// that says it ended or reached its limit.
+	holdUntil unixtime.Time
+	// rare holds the verdict's strings; nil for most verdicts.
+	rare  *rareVerdict
+	state State
 	// awaitsProof: the new pod settled, the node has not proven since that
 	// it still reaches the API server; a heartbeat sent after proofAfter,
 	// or an answer to a challenge about pod proofPod, will.
 	awaitsProof bool
-	proofAfter  unixtime.Time
-	proofPod    types.UID
-	// proven: this very judgement settled the node, by this proof (its
-	// Rollout reports it, NoticeProven); empty otherwise.
-	proven Proof
 	// deleting: this process deleted the node's old pod, which the cache
 	// still shows running.
 	deleting bool
 	// updated: a skipped node that runs the target (settled, then went
 	// offline).
 	updated bool
-	// What the clock holds a candidate by: its owner's hold stands (until
-	// holdEnd), its node's window is closed (until opens), its node names
-	// an invalid zone, or, for OTA, its offer's deadline has not passed
-	// (only then may the controller upgrade it).
+	// See holdEnd and opens.
 	held, windowClosed, zoneInvalid, notDue bool
-	holdEnd, opens                          unixtime.Time
-	// holdUntil is the owner's hold as the pod carries it, for the event
-	// that says it ended or reached its limit.
-	holdUntil unixtime.Time
 	// The node's pre-download: its images are on the node (pulled), a pull
 	// is under way (pulling), or it timed out (pullTimedOut); pullJob: the
 	// controller's Job for it is still there.
 	pulled, pulling, pullTimedOut, pullJob bool
 	// failedNow: this judgement failed the node (not an earlier one).
 	failedNow bool
+}
+
+// rareVerdict is what few verdicts carry.
+type rareVerdict struct {
+	// why a node failed.
+	why string
+	// proofPod: see verdict.awaitsProof.
+	proofPod types.UID
+	// proven: this very judgement settled the node, by this proof (its
+	// Rollout reports it, NoticeProven); empty otherwise.
+	proven Proof
+}
+
+// failedVerdict is the verdict of a node failed (StateFailed) or whose pull
+// failed (StatePullFailed) for why.
+func failedVerdict(state State, why string) verdict {
+	return verdict{state: state, rare: &rareVerdict{why: why}}
+}
+
+// why says why a failed node failed.
+func (v *verdict) why() string {
+	if v.rare == nil {
+		return ""
+	}
+	return v.rare.why
+}
+
+// proofPod is the pod whose proof of life the node awaits.
+func (v *verdict) proofPod() types.UID {
+	if v.rare == nil {
+		return ""
+	}
+	return v.rare.proofPod
+}
+
+// proven is the proof that settled the node in this very judgement.
+func (v *verdict) proven() Proof {
+	if v.rare == nil {
+		return ""
+	}
+	return v.rare.proven
 }
 
 // takeable reports whether the rollout may replace the node's old pod now,
@@ -200,9 +241,11 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		// the budget, even if the node recovered; its pod is left alone.
 		// A pull that failed before harm holds none.
 		if entry.NoPodLost {
-			return verdict{state: StatePullFailed, why: entry.Reason, pullJob: f.Pull.Job}
+			v := failedVerdict(StatePullFailed, entry.Reason)
+			v.pullJob = f.Pull.Job
+			return v
 		}
-		return verdict{state: StateFailed, why: entry.Reason}
+		return failedVerdict(StateFailed, entry.Reason)
 	}
 	if hasEntry && entry.Stage == StageSettled {
 		return j.settled(node, &np)
@@ -222,7 +265,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 	deleting := f.Deleting != "" && np.oldPod != nil && np.oldPod.UID == f.Deleting
 	fail := func(why string) verdict {
 		j.ledger.Set(name, Entry{Stage: StageFailed, Reason: why, At: timeOf(j.now), OfferedAt: entry.OfferedAt}, true)
-		return verdict{state: StateFailed, why: why}
+		return failedVerdict(StateFailed, why)
 	}
 	deadline := j.cfg.Deadline
 
@@ -241,7 +284,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			if proof := proofOf(f, pod.UID, settledAt); proof != "" {
 				j.ledger.Set(name, Entry{Stage: StageSettled, At: timeOf(j.now), OfferedAt: entry.OfferedAt, Proof: proof}, false)
 				v := j.settled(node, &np)
-				v.proven = proof
+				v.rare = &rareVerdict{proven: proof}
 				return v
 			}
 		}
@@ -251,10 +294,9 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		if v.State == health.Failed {
 			return fail(fmt.Sprintf("%s: %s", v.Reason, v.Message))
 		}
-		out := verdict{state: StateInFlight, awaitsProof: v.State == health.Settled && np.oldPod == nil && !np.several,
-			proofAfter: unixtime.Of(settledAt), proofPod: pod.UID}
-		if !out.awaitsProof {
-			out.proofAfter, out.proofPod = 0, ""
+		out := verdict{state: StateInFlight}
+		if v.State == health.Settled && np.oldPod == nil && !np.several {
+			out.awaitsProof, out.proofAfter, out.rare = true, unixtime.Of(settledAt), &rareVerdict{proofPod: pod.UID}
 		}
 		if v.Recheck > 0 {
 			out.at = unixtime.Of(j.now.Add(v.Recheck))
@@ -280,7 +322,9 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			// Its pre-download failed for good: a failure before harm.
 			why := "image pull failed, no pod lost: " + f.Pull.Why
 			j.ledger.Set(name, Entry{Stage: StageFailed, Reason: why, At: timeOf(j.now), OfferedAt: entry.OfferedAt, NoPodLost: true}, true)
-			return verdict{state: StatePullFailed, why: why, failedNow: true, pullJob: f.Pull.Job}
+			v := failedVerdict(StatePullFailed, why)
+			v.failedNow, v.pullJob = true, f.Pull.Job
+			return v
 		}
 		if !node.Ready {
 			return verdict{state: StateSkipped}

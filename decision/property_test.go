@@ -269,8 +269,8 @@ func snapshotOf(r *Rollout) snapshot {
 		Waiting: maps.Clone(r.waiting), Offered: maps.Clone(r.offered), NextChange: r.NextChange()}
 	for name, n := range r.nodes {
 		v := n.verdict
-		ns := nodeSnapshot{State: v.state, Why: v.why, At: v.at, ProofAfter: v.proofAfter, HoldEnd: v.holdEnd, Opens: v.opens,
-			HoldUntil: v.holdUntil, OfferedAt: n.offeredAt, ProofPod: v.proofPod, AwaitsProof: v.awaitsProof, Deleting: v.deleting,
+		ns := nodeSnapshot{State: v.state, Why: v.why(), At: v.at, ProofAfter: v.proofAfter, HoldEnd: v.holdEnd, Opens: v.opens,
+			HoldUntil: v.holdUntil, OfferedAt: n.offeredAt, ProofPod: v.proofPod(), AwaitsProof: v.awaitsProof, Deleting: v.deleting,
 			Updated: v.updated, Held: v.held, WindowClosed: v.windowClosed, ZoneInvalid: v.zoneInvalid, NotDue: v.notDue,
 			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable, Down: n.down, Unoffered: n.unoffered,
 			ToPull: n.toPull, Pulled: v.pulled, Pulling: v.pulling, PullTimedOut: v.pullTimedOut, Proof: n.proof}

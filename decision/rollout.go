@@ -111,19 +111,16 @@ type Awaiting struct {
 	Pod   types.UID
 }
 
-// nodeInfo is what the Rollout knows of one node.
+// nodeInfo is what the Rollout knows of one node. A Rollout holds one per
+// node and DaemonSet: its flags come last, packed together.
 type nodeInfo struct {
 	name    string
 	verdict verdict
 	// oldPod is the out-of-date pod a decision may replace or offer.
 	oldPod *Pod
 	// offeredAt is, for OTA, when the node's standing offer was first made
-	// (zero when it has none, or runs the target); unoffered: an eligible
-	// node with a live old pod and no offer yet.
+	// (zero when it has none, or runs the target).
 	offeredAt unixtime.Time
-	unoffered bool
-	// toPull: a candidate for a pre-download (see Rollout.toPull).
-	toPull bool
 	// proof is what proved the node alive, for a node whose entry says it
 	// settled.
 	proof Proof
@@ -132,9 +129,12 @@ type nodeInfo struct {
 	// the start of the wait NoticeProven reports. It is history, not a
 	// judgement of the facts: a Rollout built afresh starts it again.
 	awaitingSince unixtime.Time
+	timerAt       unixtime.Time
+	// unoffered: for OTA, an eligible node with a live old pod and no offer
+	// yet. toPull: a candidate for a pre-download (see Rollout.toPull).
+	unoffered, toPull bool
 	// Memberships, kept so that a node's change is undone in O(1).
 	eligible, taken, old, takeable, down bool
-	timerAt                              unixtime.Time
 }
 
 // New returns the Rollout of target under cfg over ledger, empty until Build.
@@ -226,7 +226,7 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 		r.notices = append(r.notices, Notice{Kind: NoticeZoneInvalid, Node: name, Err: f.Node.ZoneErr})
 	}
 	if v.failedNow && v.state == StatePullFailed {
-		r.notices = append(r.notices, Notice{Kind: NoticePullFailed, Node: name, Why: v.why})
+		r.notices = append(r.notices, Notice{Kind: NoticePullFailed, Node: name, Why: v.why()})
 	}
 	if v.state == StateGone {
 		return
@@ -238,18 +238,18 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	}
 	// waitedFor reports whether the node was waiting for the proof of
 	// life of its pod uid before this judgement.
-	waitedFor := func(uid types.UID) bool { return had && old.verdict.awaitsProof && old.verdict.proofPod == uid }
+	waitedFor := func(uid types.UID) bool { return had && old.verdict.awaitsProof && old.verdict.proofPod() == uid }
 	if v.awaitsProof {
 		n.awaitingSince = unixtime.Of(j.now)
-		if waitedFor(v.proofPod) {
+		if waitedFor(v.proofPod()) {
 			n.awaitingSince = old.awaitingSince
 		}
 	}
-	if v.proven != "" {
+	if v.proven() != "" {
 		// Settled now: what proved it, and how long this Rollout saw it
 		// wait (nothing when it was proven at first sight of its pod
 		// settled; unknown to a Rollout that did not hold it before).
-		notice := Notice{Kind: NoticeProven, Node: name, Proof: v.proven, Waited: had}
+		notice := Notice{Kind: NoticeProven, Node: name, Proof: v.proven(), Waited: had}
 		if np.newPod != nil && waitedFor(np.newPod.UID) {
 			notice.Wait = j.now.Sub(old.awaitingSince.Time())
 		}
@@ -303,7 +303,7 @@ func (r *Rollout) add(n *nodeInfo) {
 		r.downs[n.name] = true
 	}
 	if n.verdict.awaitsProof {
-		r.awaiting[n.name] = Awaiting{After: n.verdict.proofAfter.Time(), Pod: n.verdict.proofPod}
+		r.awaiting[n.name] = Awaiting{After: n.verdict.proofAfter.Time(), Pod: n.verdict.proofPod()}
 	}
 	if n.proof != "" {
 		r.proven[n.proof]++
@@ -475,7 +475,7 @@ func (r *Rollout) State(node string) (s State, why string) {
 	if !ok {
 		return StateGone, ""
 	}
-	return n.verdict.state, n.verdict.why
+	return n.verdict.state, n.verdict.why()
 }
 
 // NoticeKind says what a Notice is about.
