@@ -121,3 +121,32 @@ func TestProvenAtFirstSightWaitsNothing(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// TestNoticesAreNotKeptAfterTheyAreReturned: a refresh that proves every
+// node at once returns a notice per node; the next refresh, with nothing
+// to notice, returns none and keeps nothing of them (a Rollout lives as
+// long as its DaemonSet, and the notices point at pods).
+func TestNoticesAreNotKeptAfterTheyAreReturned(t *testing.T) {
+	const nodes = 20
+	w := newWorld(t, nodes, aru, map[string]string{rollout.MaxUnavailableAnnotation: "100%"})
+	w.decide()
+	w.deliverDeletions()
+	for node := range w.nodes {
+		w.replace(node, true)
+	}
+	w.decide()
+	for node := range w.nodes {
+		w.heartbeat(node, w.now.Add(2*time.Second))
+	}
+	if got := len(proven(w.refresh())); got != nodes {
+		t.Fatalf("got %d NoticeProven notices, want %d", got, nodes)
+	}
+	w.advance(time.Second)
+	w.dirty["node-0"] = true
+	if got := w.refresh(); len(got) != 0 {
+		t.Fatalf("got notices %+v from a quiet refresh, want none", got)
+	}
+	if got := cap(w.r.notices); got != 0 {
+		t.Errorf("got %d notices' room kept after a quiet refresh, want 0", got)
+	}
+}

@@ -98,7 +98,10 @@ type Rollout struct {
 	// until it is gone, so that there are never more Jobs than it allows.
 	toPull                                  *btree.BTreeG[string]
 	pulling, pulled, pullTimedOut, pullJobs int
-	// notices are what the last Refresh saw change, for events.
+	// notices are what the last Build or Refresh saw change, for events;
+	// each starts a new slice, since a Build's can name every node (each
+	// proven at a fresh controller's start) and would otherwise stay
+	// allocated, and keep its pods, for the Rollout's life.
 	notices []Notice
 	// ahead is what the last Decide wrote ahead (see Decide).
 	ahead aheadMark
@@ -168,7 +171,7 @@ func (r *Rollout) Build(now time.Time, nodes []string, facts FactsFunc) []Notice
 	for _, n := range r.ledger.Nodes() {
 		all[n] = true
 	}
-	r.notices = r.notices[:0]
+	r.notices = nil
 	j := r.judgement(now)
 	for _, n := range slices.Sorted(maps.Keys(all)) {
 		r.rejudge(j, n, facts)
@@ -183,7 +186,7 @@ func (r *Rollout) Build(now time.Time, nodes []string, facts FactsFunc) []Notice
 // whose timer is due, are judged again. It returns what changed that
 // deserves an event.
 func (r *Rollout) Refresh(now time.Time, dirty map[string]bool, facts FactsFunc) []Notice {
-	r.notices = r.notices[:0]
+	r.notices = nil
 	due := map[string]bool{}
 	for at := unixtime.Of(now); r.timers.Len() > 0 && r.timers[0].at <= at; {
 		e := heap.Pop(&r.timers).(timerEntry)
