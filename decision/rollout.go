@@ -132,7 +132,9 @@ type nodeInfo struct {
 	// the start of the wait NoticeProven reports. It is history, not a
 	// judgement of the facts: a Rollout built afresh starts it again.
 	awaitingSince unixtime.Time
-	timerAt       unixtime.Time
+	// timerAt is when the node's timer in Rollout.timers is due, zero
+	// without one; an entry of the heap at another time is stale.
+	timerAt unixtime.Time
 	// unoffered: for OTA, an eligible node with a live old pod and no offer
 	// yet. toPull: a candidate for a pre-download (see Rollout.toPull).
 	unoffered, toPull bool
