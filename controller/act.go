@@ -48,10 +48,12 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 		errs = append(errs, err)
 	}
 	var tasks []func(context.Context) error
+	var more bool
 	if cfg.Strategy == rollout.StrategyOTA {
-		tasks = c.markOffers(ds, t, r, d)
+		tasks, more = c.markOffers(ds, t, r, d)
 	} else {
-		tasks = append(c.showHoldLimits(ds, r), c.pullTasks(ds, key, r, d)...)
+		tasks, more = c.showHoldLimits(ds, r)
+		tasks = append(tasks, c.pullTasks(ds, key, r, d)...)
 	}
 	if cfg.AgentProof {
 		if challenges := c.challenge(key, r); len(challenges) > 0 {
@@ -65,7 +67,13 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 	if len(tasks) > 0 {
 		errs = append(errs, c.writeStatuses(ctx, ds, tasks))
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if more && err == nil {
+		// The pods past this burst: the next sync writes them (a failure
+		// requeues with backoff instead).
+		c.queue.Add(key)
+	}
+	return err
 }
 
 // writeStatuses runs pod status writes in parallel, saying FailedCondition
@@ -156,13 +164,16 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 // every live pod of an OTA DaemonSet as the decision wants them (True on the
 // nodes the record says were offered, once the record holds it; False with
 // why on the others; a True the controller never wrote is written back),
-// and serves the pods' pre-pull requests.
-func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Rollout, d *decision.Decision) []func(context.Context) error {
+// and serves the pods' pre-pull requests: at most WriteBurst of them, and
+// more when pods past those are left for the next sync.
+func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Rollout, d *decision.Decision) (tasks []func(context.Context) error, more bool) {
 	target := r.Target()
 	offers := offerCache{}
 	start := pullsOf(d)
-	var tasks []func(context.Context) error
 	for _, p := range c.podsOf(ds.UID) {
+		if len(tasks) >= WriteBurst {
+			return tasks, true
+		}
 		// A pod on its way out is not written: its deletion, this
 		// decision's (deleteOldPods expected it already) or an earlier
 		// one's, may land first.
@@ -193,7 +204,7 @@ func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Ro
 		}
 		tasks = append(tasks, c.writeCondition(p, writeNeedUpgrade, podcondition.NeedUpgrade, want, offer))
 	}
-	return tasks
+	return tasks, false
 }
 
 // pullTasks returns, for AdvancedRollingUpdate, the work of the pulls: the
@@ -311,11 +322,14 @@ func (c *Controller) writeAnnotation(p *podRecord, kind writeKind, key, value st
 // showHoldLimits returns the writes of the offer on each held pod of an
 // AdvancedRollingUpdate, so that its owner sees the limit that will end the
 // hold (the node agent reads nothing but its pods): one write per held pod,
-// once.
-func (c *Controller) showHoldLimits(ds *appsv1.DaemonSet, r *decision.Rollout) []func(context.Context) error {
-	var tasks []func(context.Context) error
+// once; at most WriteBurst of them, and more when held pods past those are
+// left for the next sync.
+func (c *Controller) showHoldLimits(ds *appsv1.DaemonSet, r *decision.Rollout) (tasks []func(context.Context) error, more bool) {
 	offers := offerCache{}
 	for node := range r.HeldNodes() {
+		if len(tasks) >= WriteBurst {
+			return tasks, true
+		}
 		pod := r.OldPod(node)
 		if pod == nil {
 			continue
@@ -330,7 +344,7 @@ func (c *Controller) showHoldLimits(ds *appsv1.DaemonSet, r *decision.Rollout) [
 		}
 		tasks = append(tasks, c.writeAnnotation(p, writeOffer, rollout.OfferAnnotation, *offer))
 	}
-	return tasks
+	return tasks, false
 }
 
 // record returns the cache's record of a pod the decision names.

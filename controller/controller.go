@@ -51,6 +51,14 @@ const podEventBatch = 250 * time.Millisecond
 // over a hundred connections, each a TLS handshake and buffers kept.
 const WriteParallelism = 64
 
+// WriteBurst bounds the pod status writes one sync makes for its pods'
+// conditions and offers, as the native DaemonSet controller's burstReplicas
+// bounds its creations and deletions: each write's task and expectation are
+// held until it lands, so a fresh controller marking every pod of a
+// DaemonSet on 100,000 nodes must not make 100,000 of them at once. The
+// pods past the burst are written by the next sync, queued at once.
+const WriteBurst = 250
+
 // The controller's default client rate limits (ota-controller's
 // --kube-api-qps and --kube-api-burst): sized to mark 1,000 pods in seconds,
 // where client-go's default of 5 per second would take minutes.

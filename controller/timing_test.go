@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -389,5 +390,40 @@ func TestOverdueOffersOutsideTheirWindowRest(t *testing.T) {
 	}
 	if got, want := f.nextChange(), monday10.Add(23*time.Hour); !got.Equal(want) {
 		t.Errorf("got the next change at %s, want the window's opening %s", got, want)
+	}
+}
+
+// TestHoldLimitsShownAtMostWriteBurstPerSync: the offers that show held
+// pods their limit are written WriteBurst at a time, the DaemonSet queued
+// again for the rest.
+func TestHoldLimitsShownAtMostWriteBurstPerSync(t *testing.T) {
+	n := WriteBurst + 30
+	end := monday10.Add(30 * time.Minute)
+	objs := cluster(advancedDaemonSet("1"), readyNodes(n))
+	for i := range n {
+		objs = replacePod(objs, newPod(fmt.Sprintf("pod-%d", i), fmt.Sprintf("node-%d", i), oldHash, heldUntil(end)))
+	}
+	f := newFixture(t, append(objs, recordOf(nil))...)
+	f.clockAt(monday10)
+
+	queued := f.queuedBy(f.sync)
+	if got := len(f.offerPatches()); got != WriteBurst {
+		t.Fatalf("first sync: got %d held pods shown their limit, want %d (WriteBurst)", got, WriteBurst)
+	}
+	if !slices.Contains(queued, testDSKey) {
+		t.Errorf("first sync: got keys queued %q, want %s queued for the pods past the burst", queued, testDSKey)
+	}
+	f.sync()
+	got := f.offerPatches()
+	if len(got) != n {
+		t.Fatalf("second sync: got %d held pods shown their limit in all, want %d", len(got), n)
+	}
+	for pod, offers := range got {
+		if len(offers) != 1 {
+			t.Errorf("pod %s: got %d offers written, want 1", pod, len(offers))
+		}
+	}
+	if d := f.deletedPods(); len(d) != 0 {
+		t.Errorf("got pods deleted %v, want none: all held", d)
 	}
 }
