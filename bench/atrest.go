@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -324,7 +325,7 @@ func sampleAtRest(ctx context.Context, s *session, ctrl *child, f *atRestFigures
 	if err != nil {
 		return err
 	}
-	f.goRuntime = goMemorySettings(env)
+	f.goRuntime = goMemorySettings(env, ctrlAfter.Gauge("go_gc_gomemlimit_bytes"))
 	return nil
 }
 
@@ -344,17 +345,21 @@ func goHeapOf(m measure.Metrics) goHeap {
 		idle: v("go_memstats_heap_idle_bytes") - v("go_memstats_heap_released_bytes"), stacks: v("go_memstats_stack_inuse_bytes")}
 }
 
-// goMemorySettings says how a Go program's environment sets its garbage
-// collector: GOGC and GOMEMLIMIT, or Go's defaults.
-func goMemorySettings(env map[string]string) string {
-	gogc, limit := "GOGC=100 (Go's default)", "no GOMEMLIMIT"
+// goMemorySettings says how a Go program's garbage collector is set: GOGC
+// as its environment sets it, and its soft memory limit, as the environment
+// sets it or as the runtime reports it (limit, go_gc_gomemlimit_bytes: the
+// controller sets one from its container's memory limit, if it has one).
+func goMemorySettings(env map[string]string, limit float64) string {
+	gogc, soft := "GOGC=100 (Go's default)", "no GOMEMLIMIT"
 	if v, ok := env["GOGC"]; ok {
 		gogc = "GOGC=" + v
 	}
 	if v, ok := env["GOMEMLIMIT"]; ok {
-		limit = "GOMEMLIMIT=" + v
+		soft = "GOMEMLIMIT=" + v
+	} else if limit > 0 && limit < math.MaxInt64 {
+		soft = fmt.Sprintf("a soft memory limit of %.1f MiB (--memory-limit-ratio of its container's)", limit/(1<<20))
 	}
-	return gogc + ", " + limit
+	return gogc + ", " + soft
 }
 
 // atRestResources are the resources whose writes and watch events the

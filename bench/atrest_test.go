@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -67,14 +68,17 @@ func TestAtRestTableScalesCPUPerThousandNodesAndNamesTheBusiestInformer(t *testi
 
 func TestGoMemorySettings(t *testing.T) {
 	for _, tc := range []struct {
-		env  map[string]string
-		want string
+		env   map[string]string
+		limit float64
+		want  string
 	}{
-		{map[string]string{"PATH": "/bin"}, "GOGC=100 (Go's default), no GOMEMLIMIT"},
-		{map[string]string{"GOGC": "50", "GOMEMLIMIT": "64MiB"}, "GOGC=50, GOMEMLIMIT=64MiB"},
+		{map[string]string{"PATH": "/bin"}, math.MaxInt64, "GOGC=100 (Go's default), no GOMEMLIMIT"},
+		{map[string]string{"PATH": "/bin"}, 0, "GOGC=100 (Go's default), no GOMEMLIMIT"}, // no such metric
+		{map[string]string{"GOGC": "50", "GOMEMLIMIT": "64MiB"}, 64 << 20, "GOGC=50, GOMEMLIMIT=64MiB"},
+		{map[string]string{}, 0.9 * (256 << 20), "GOGC=100 (Go's default), a soft memory limit of 230.4 MiB (--memory-limit-ratio of its container's)"},
 	} {
-		if got := goMemorySettings(tc.env); got != tc.want {
-			t.Errorf("%v: got %q, want %q", tc.env, got, tc.want)
+		if got := goMemorySettings(tc.env, tc.limit); got != tc.want {
+			t.Errorf("%v, %g: got %q, want %q", tc.env, tc.limit, got, tc.want)
 		}
 	}
 }

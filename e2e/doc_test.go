@@ -95,6 +95,10 @@
 //     or Lease namespace, or an identity without the Roles of its records
 //     and its Lease, makes it exit 1 saying what to do; done as said, it
 //     starts and leads, its dry-run probes never persisted.
+//   - memlimit_test.go: ota-controller started in a memory cgroup limited
+//     as deploy/'s container is gives the Go runtime a soft limit of 0.9
+//     of it; --memory-limit-ratio=0 and a GOMEMLIMIT of the environment's
+//     leave it be (cgroup v1's memory controller, as this machine has).
 //
 // Helpers: env_test.go (a cluster per scenario, through the harness),
 // processes_test.go and controllerprocess_test.go (the binaries, through the

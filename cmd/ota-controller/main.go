@@ -26,6 +26,7 @@ import (
 
 	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/command"
+	"github.com/edgeota/edgeota/internal/memlimit"
 	"github.com/edgeota/edgeota/internal/untrusted"
 	"github.com/edgeota/edgeota/leases"
 )
@@ -53,6 +54,7 @@ type options struct {
 	healthzAddress string
 	profiling      bool
 	leaseWatch     leases.Mode
+	memoryRatio    float64
 }
 
 func main() {
@@ -72,6 +74,7 @@ func main() {
 	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")
 	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
 	fs.BoolVar(&opts.profiling, "profiling", false, "also serve Go's profiles at /debug/pprof/ on --metrics-bind-address, as kube-controller-manager's --profiling does; off by default, since a profile shows what the process holds")
+	fs.Float64Var(&opts.memoryRatio, "memory-limit-ratio", memlimit.DefaultRatio, "share of the container's memory limit (its cgroup's) given to the Go runtime as its soft limit, GOMEMLIMIT, so that the collector works harder near the limit rather than the container being OOM-killed with half its heap garbage; 0 disables; a GOMEMLIMIT in the environment takes precedence")
 	fs.Func("lease-watch", "how proof of life watches the node Leases of the nodes it waits on: "+
 		"auto (the default: each one's Lease by name, and all of them in one watch while it waits on a quarter of the fleet and at least 100 nodes), "+
 		"each-node (always by name), or every-lease (one watch of every Lease, always, as an informer of all the Leases would: an event per node and renewal even at rest)",
@@ -91,6 +94,9 @@ func (o options) validate() error {
 	}
 	if o.burst < 1 {
 		return fmt.Errorf("--kube-api-burst %d must be at least 1", o.burst)
+	}
+	if err := memlimit.ValidateRatio(o.memoryRatio); err != nil {
+		return fmt.Errorf("--memory-limit-ratio: %w", err)
 	}
 	if o.profiling && o.metricsAddress == "0" {
 		return errors.New("--profiling needs --metrics-bind-address, which serves the profiles")

@@ -7,7 +7,7 @@ import (
 
 func TestValidate(t *testing.T) {
 	valid := options{workers: 4, qps: 500, burst: 1000, leaderElect: true, leaseNamespace: "edgeota-system", recordNS: "edgeota-system",
-		metricsAddress: ":8080", healthzAddress: ":8081"}
+		metricsAddress: ":8080", healthzAddress: ":8081", memoryRatio: 0.9}
 	tests := []struct {
 		name    string
 		change  func(*options)
@@ -27,6 +27,9 @@ func TestValidate(t *testing.T) {
 		{"metrics address without port", func(o *options) { o.metricsAddress = "8080" }, "--metrics-bind-address"},
 		{"profiling", func(o *options) { o.profiling = true }, ""},
 		{"profiling without the metrics server", func(o *options) { o.profiling, o.metricsAddress = true, "0" }, "--profiling"},
+		{"no soft memory limit", func(o *options) { o.memoryRatio = 0 }, ""},
+		{"memory limit ratio past the container's", func(o *options) { o.memoryRatio = 1.2 }, "--memory-limit-ratio: memory limit ratio 1.2 is not between 0 (off) and 1"},
+		{"negative memory limit ratio", func(o *options) { o.memoryRatio = -0.5 }, "--memory-limit-ratio"},
 		{"probe address without port", func(o *options) { o.healthzAddress = "localhost" }, "--health-probe-bind-address"},
 	}
 	for _, tt := range tests {

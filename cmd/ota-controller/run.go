@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/internal/memlimit"
 )
 
 // Leader election timings: client-go's customary values, which let a standby
@@ -40,6 +41,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	logger := klog.FromContext(ctx)
+	switch limit, err := memlimit.Set(o.memoryRatio); {
+	case err != nil:
+		logger.Error(err, "Reading the container's memory limit; the Go runtime keeps no soft limit")
+	case limit > 0:
+		logger.Info("Gave the Go runtime a soft memory limit under the container's", "bytes", limit, "ratio", o.memoryRatio)
+	}
 	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading the API server configuration: %w", err)
