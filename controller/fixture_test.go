@@ -264,6 +264,43 @@ func (f *fixture) conditionPatches() map[string][]map[string]any {
 	return out
 }
 
+// expectWritesInBursts syncs twice and checks that the first sync writes
+// WriteBurst of the n pods and queues the DaemonSet again for the rest, and
+// that the second writes the rest and queues nothing: each pod written once
+// in all. writes counts the writes made so far, by pod.
+func (f *fixture) expectWritesInBursts(n int, writes func() map[string]int) {
+	f.t.Helper()
+	queued := f.queuedBy(f.sync)
+	if got := len(writes()); got != WriteBurst {
+		f.t.Fatalf("first sync: got %d pods written, want %d (WriteBurst)", got, WriteBurst)
+	}
+	if !slices.Contains(queued, testDSKey) {
+		f.t.Errorf("first sync: got keys queued %q, want %s queued for the pods past the burst", queued, testDSKey)
+	}
+	queued = f.queuedBy(f.sync)
+	got := writes()
+	if len(got) != n {
+		f.t.Fatalf("second sync: got %d pods written in all, want %d", len(got), n)
+	}
+	for pod, count := range got {
+		if count != 1 {
+			f.t.Errorf("pod %s: got %d writes, want 1", pod, count)
+		}
+	}
+	if slices.Contains(queued, testDSKey) {
+		f.t.Errorf("second sync: got keys queued %q, want none: every pod is written", queued)
+	}
+}
+
+// writesPerPod counts each pod's writes in a pod's writes.
+func writesPerPod[W any](byPod map[string][]W) map[string]int {
+	counts := make(map[string]int, len(byPod))
+	for pod, w := range byPod {
+		counts[pod] = len(w)
+	}
+	return counts
+}
+
 // sentinelKey marks the end of what an event queued; no object has it.
 const sentinelKey = "sentinel/end-of-event"
 

@@ -3,7 +3,6 @@ package controller
 import (
 	"encoding/json"
 	"maps"
-	"slices"
 	"testing"
 	"time"
 
@@ -287,6 +286,9 @@ func templateData(t *testing.T, template corev1.PodTemplateSpec) runtime.RawExte
 	return runtime.RawExtension{Raw: raw}
 }
 
+// TestOTAMarksAtMostWriteBurstPodsPerSync: a fresh controller on more pods
+// than a burst marks WriteBurst of them, queues the DaemonSet again, and
+// the next sync marks the rest.
 func TestOTAMarksAtMostWriteBurstPodsPerSync(t *testing.T) {
 	n := WriteBurst + 30
 	hashes := make([]string, n)
@@ -295,25 +297,5 @@ func TestOTAMarksAtMostWriteBurstPodsPerSync(t *testing.T) {
 	}
 	f := newFixture(t, cluster(newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA")), readyNodes(n), hashes...)...)
 
-	queued := f.queuedBy(f.sync)
-	if got := len(f.conditionPatches()); got != WriteBurst {
-		t.Fatalf("first sync: got %d pods patched, want %d (WriteBurst)", got, WriteBurst)
-	}
-	if !slices.Contains(queued, testDSKey) {
-		t.Errorf("first sync: got keys queued %q, want %s queued for the pods past the burst", queued, testDSKey)
-	}
-
-	queued = f.queuedBy(f.sync)
-	got := f.conditionPatches()
-	if len(got) != n {
-		t.Fatalf("second sync: got %d pods patched in all, want %d", len(got), n)
-	}
-	for pod, entries := range got {
-		if len(entries) != 1 {
-			t.Errorf("pod %s: got %d condition writes, want 1", pod, len(entries))
-		}
-	}
-	if slices.Contains(queued, testDSKey) {
-		t.Errorf("second sync: got keys queued %q, want none: every pod is written", queued)
-	}
+	f.expectWritesInBursts(n, func() map[string]int { return writesPerPod(f.conditionPatches()) })
 }

@@ -406,23 +406,7 @@ func TestHoldLimitsShownAtMostWriteBurstPerSync(t *testing.T) {
 	f := newFixture(t, append(objs, recordOf(nil))...)
 	f.clockAt(monday10)
 
-	queued := f.queuedBy(f.sync)
-	if got := len(f.offerPatches()); got != WriteBurst {
-		t.Fatalf("first sync: got %d held pods shown their limit, want %d (WriteBurst)", got, WriteBurst)
-	}
-	if !slices.Contains(queued, testDSKey) {
-		t.Errorf("first sync: got keys queued %q, want %s queued for the pods past the burst", queued, testDSKey)
-	}
-	f.sync()
-	got := f.offerPatches()
-	if len(got) != n {
-		t.Fatalf("second sync: got %d held pods shown their limit in all, want %d", len(got), n)
-	}
-	for pod, offers := range got {
-		if len(offers) != 1 {
-			t.Errorf("pod %s: got %d offers written, want 1", pod, len(offers))
-		}
-	}
+	f.expectWritesInBursts(n, func() map[string]int { return writesPerPod(f.offerPatches()) })
 	if d := f.deletedPods(); len(d) != 0 {
 		t.Errorf("got pods deleted %v, want none: all held", d)
 	}
