@@ -73,6 +73,7 @@ func TestReadsTheContainersLimit(t *testing.T) {
 			"proc/self/mountinfo":                        dockerV1Mount,
 			"sys/fs/cgroup/memory/memory.limit_in_bytes": "134217728\n",
 		}, 134217728},
+		{"no cgroups at all (not Linux): no limit", map[string]string{}, 0},
 		{"a cgroup outside the mount's root: not seen, no limit", map[string]string{
 			"proc/self/cgroup":                           "9:memory:/other\n",
 			"proc/self/mountinfo":                        dockerV1Mount,
@@ -109,7 +110,7 @@ func TestRefusesWhatIsNotALimit(t *testing.T) {
 		{"a malformed mount line", map[string]string{
 			"proc/self/cgroup": "0::/\n", "proc/self/mountinfo": "30 22 0:27\n",
 		}, `malformed line "30 22 0:27"`},
-		{"no /proc", map[string]string{}, "no such file"},
+		{"a cgroup but no mount table", map[string]string{"proc/self/cgroup": "0::/\n"}, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := cgroupLimit(fakeRoot(t, tc.files))
