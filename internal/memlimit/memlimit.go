@@ -61,9 +61,9 @@ func ValidateRatio(ratio float64) error {
 
 // cgroupLimit returns the memory limit, in bytes, of the cgroup of the
 // process, 0 when it has none (or the system has no cgroups), reading the
-// files under root (/ but in tests): the unified hierarchy's memory.max (cgroup v2) when the memory
-// controller is there, else the v1 memory controller's
-// memory.limit_in_bytes.
+// files under root (/ but in tests): the unified hierarchy's memory.max
+// (cgroup v2) when the memory controller is there, else the v1 memory
+// controller's memory.limit_in_bytes.
 func cgroupLimit(root string) (int64, error) {
 	groups, err := readCgroups(filepath.Join(root, "proc/self/cgroup"))
 	if errors.Is(err, os.ErrNotExist) {
