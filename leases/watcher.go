@@ -281,10 +281,15 @@ func (w *Watcher) Start(node string) {
 		w.wide.started(node)
 		return
 	}
-	w.followLocked(node)
+	// Counted first, so that the node that makes the wide watch worth it
+	// never starts a watch of its own only to have it cancelled: a watch
+	// that would have raced the wide one to report the same renewal.
+	w.followed[node] = nil
 	if w.wideWantedLocked() {
 		w.goWideLocked()
+		return
 	}
+	w.followLocked(node)
 }
 
 // Stop stops following the node's Lease: its watch ends, and no renewal is
