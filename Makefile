@@ -8,7 +8,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build images image-binaries generate sdk-ts check lint breaking fresh fmt vet tidy staticcheck test test-unit test-images test-fuzz test-e2e tools run bench clean
+.PHONY: all build images image-binaries generate sdk-ts check lint breaking fresh fmt vet tidy staticcheck links test test-unit test-images test-fuzz test-e2e tools run bench clean
 
 all: build
 
@@ -130,8 +130,8 @@ sdk-ts: $(BIN)/buf
 	node sdk/ts/validate-openapi.js gen/openapiv2/edgeota/v1/*.swagger.json
 
 ## check: buf lint and breaking, generated code freshness, gofmt, go vet
-## (the e2e suite too), a tidy go.mod, staticcheck.
-check: lint breaking fresh fmt vet tidy staticcheck
+## (the e2e suite too), a tidy go.mod, staticcheck, the binaries' links.
+check: lint breaking fresh fmt vet tidy staticcheck links
 
 lint: $(BIN)/buf
 	$(BIN)/buf lint
@@ -171,6 +171,15 @@ vet:
 # go.mod and go.sum as `go mod tidy` would leave them.
 tidy:
 	$(GO) mod tidy -diff
+
+# links fails if a binary that runs in the cluster (the agent, the
+# controller) links client-go's clientset, informers or leader election:
+# each imports client-go's scheme of every API group, ~10 MB of the binary
+# and of its resident pages (internal/kube).
+links:
+	@for cmd in ota-server ota-controller; do \
+		if $(GO) list -deps ./cmd/$$cmd | grep -E '^k8s.io/client-go/(kubernetes|informers|tools/leaderelection)(/|$$)'; then \
+			echo "cmd/$$cmd links the packages above: call the API through internal/kube"; exit 1; fi; done
 
 # staticcheck's default checks (unused code included) over the main module,
 # the end-to-end suite with its build tag included.

@@ -11,19 +11,17 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	batchinformers "k8s.io/client-go/informers/batch/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/edgeota/edgeota/internal/kube"
 	"github.com/edgeota/edgeota/leases"
 	recordstore "github.com/edgeota/edgeota/record"
 	"github.com/edgeota/edgeota/rollout"
@@ -81,7 +79,7 @@ const (
 // ("namespace/name"); every informer event is mapped to the DaemonSet it
 // concerns, so a sync always sees the whole DaemonSet.
 type Controller struct {
-	client   kubernetes.Interface
+	client   kube.Interface
 	recorder record.EventRecorder
 	metrics  *Metrics
 	// now is the clock verdicts are judged by; tests move it.
@@ -108,7 +106,7 @@ type Controller struct {
 	statuses     *statusWrites
 	heartbeats   *heartbeats
 	leases       *leases.Watcher
-	leaseClient  kubernetes.Interface
+	leaseClient  kube.Interface
 	leaseMode    leases.Mode
 	challenges   *challenges
 	rejections   *pullRejections
@@ -144,71 +142,70 @@ const DaemonPodSelector = podTemplateGenerationLabel
 // nodes it waits on alone, one watch each, or one for all while it waits on
 // a quarter of the fleet (see heartbeats.go).
 type Informers struct {
-	// Cluster serves DaemonSets, ControllerRevisions and Nodes.
-	Cluster informers.SharedInformerFactory
-	// DaemonPods serves the DaemonSet pods.
-	DaemonPods informers.SharedInformerFactory
-	// PrePull serves the pre-pull Jobs and their pods.
-	PrePull informers.SharedInformerFactory
-	// Records serves the rollout records.
-	Records informers.SharedInformerFactory
+	DaemonSets          cache.SharedIndexInformer
+	ControllerRevisions cache.SharedIndexInformer
+	Nodes               cache.SharedIndexInformer
+	// DaemonPods are the DaemonSet pods.
+	DaemonPods cache.SharedIndexInformer
+	// PrePullPods are the pre-pull Jobs' pods.
+	PrePullPods cache.SharedIndexInformer
+	// Jobs are the pre-pull Jobs.
+	Jobs cache.SharedIndexInformer
+	// Records are the rollout records.
+	Records cache.SharedIndexInformer
 	// RecordNamespace is where the rollout records live.
 	RecordNamespace string
+
+	wg sync.WaitGroup
 }
 
 // NewInformers builds the controller's informers on client, trimmed by
-// Transform; start them with Start after NewController. The caches of the
-// controller's own records (DaemonSet pods, Nodes, pre-pull Jobs) are made
-// here with their indexes and without the namespace index the typed
-// informers add (a set of every key per namespace), which no lister reads:
-// the records are read through their indexers.
-func NewInformers(client kubernetes.Interface, recordNamespace string) *Informers {
-	factory := func(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
-		return informers.NewSharedInformerFactoryWithOptions(client, 0, append(opts, informers.WithTransform(Transform))...)
-	}
-	selector := func(selector string) func(*metav1.ListOptions) {
-		return func(o *metav1.ListOptions) { o.LabelSelector = selector }
-	}
-	selectDaemonPods, selectPrePull := selector(DaemonPodSelector), selector(PrePullLabel+"=true")
-	daemonPods := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(selectDaemonPods),
-		informers.WithTransform(TransformDaemonPod))
-	daemonPods.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, resync, daemonPodIndexers, selectDaemonPods)
-	})
-	cluster := factory()
-	cluster.InformerFor(&corev1.Node{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewNodeInformer(client, resync, nodeIndexers)
-	})
-	prePull := factory(informers.WithTweakListOptions(selectPrePull))
-	prePull.InformerFor(&batchv1.Job{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return batchinformers.NewFilteredJobInformer(client, metav1.NamespaceAll, resync, jobIndexers, selectPrePull)
-	})
+// Transform; start them with Start after NewController. DaemonSets and
+// ControllerRevisions keep the namespace index their listers read; the
+// other caches are read through their own indexes (indexes.go) and go
+// without it (a set of every key per namespace).
+func NewInformers(client kube.Interface, recordNamespace string) *Informers {
+	byNamespace := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	apps, core := client.AppsV1(), client.CoreV1()
+	prePull := PrePullLabel + "=true"
 	return &Informers{
-		Cluster:    cluster,
-		DaemonPods: daemonPods,
-		PrePull:    prePull,
-		Records: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(selector(recordstore.Label)),
-			informers.WithNamespace(recordNamespace), informers.WithTransform(recordstore.Transform)),
-		RecordNamespace: recordNamespace,
+		DaemonSets:          newInformer(client, apps.DaemonSets(metav1.NamespaceAll), &appsv1.DaemonSet{}, "", byNamespace, Transform),
+		ControllerRevisions: newInformer(client, apps.ControllerRevisions(metav1.NamespaceAll), &appsv1.ControllerRevision{}, "", byNamespace, Transform),
+		Nodes:               newInformer(client, core.Nodes(), &corev1.Node{}, "", nodeIndexers, Transform),
+		DaemonPods:          newInformer(client, core.Pods(metav1.NamespaceAll), &corev1.Pod{}, DaemonPodSelector, daemonPodIndexers, TransformDaemonPod),
+		PrePullPods:         newInformer(client, core.Pods(metav1.NamespaceAll), &corev1.Pod{}, prePull, cache.Indexers{}, Transform),
+		Jobs:                newInformer(client, client.BatchV1().Jobs(metav1.NamespaceAll), &batchv1.Job{}, prePull, jobIndexers, Transform),
+		Records:             newInformer(client, core.ConfigMaps(recordNamespace), &corev1.ConfigMap{}, recordstore.Label, cache.Indexers{}, recordstore.Transform),
+		RecordNamespace:     recordNamespace,
 	}
 }
 
-// Start starts every informer the controller asked for.
-func (i *Informers) Start(stop <-chan struct{}) {
-	for _, f := range i.factories() {
-		f.Start(stop)
+// newInformer is an informer of the objects lw lists that selector (a
+// label selector, "" for all) selects, as client-go's typed informers make
+// them: streaming its first list where client does, and each object
+// trimmed by transform before it is stored.
+func newInformer[L runtime.Object](client kube.Interface, lw kube.ListWatcher[L], example runtime.Object, selector string,
+	indexers cache.Indexers, transform cache.TransformFunc) cache.SharedIndexInformer {
+	narrow := func(opts *metav1.ListOptions) { opts.LabelSelector = selector }
+	inf := cache.NewSharedIndexInformerWithOptions(kube.NewListWatch(client, lw, narrow), example,
+		cache.SharedIndexInformerOptions{Indexers: indexers})
+	// Only a started informer refuses a transform.
+	_ = inf.SetTransform(transform)
+	return inf
+}
+
+// Start runs every informer until ctx ends.
+func (i *Informers) Start(ctx context.Context) {
+	for _, inf := range i.all() {
+		i.wg.Go(func() { inf.RunWithContext(ctx) })
 	}
 }
 
-// Shutdown stops the informers and waits for them.
-func (i *Informers) Shutdown() {
-	for _, f := range i.factories() {
-		f.Shutdown()
-	}
-}
+// Shutdown waits for the informers, once Start's ctx has ended.
+func (i *Informers) Shutdown() { i.wg.Wait() }
 
-func (i *Informers) factories() []informers.SharedInformerFactory {
-	return []informers.SharedInformerFactory{i.Cluster, i.DaemonPods, i.PrePull, i.Records}
+func (i *Informers) all() []cache.SharedIndexInformer {
+	return []cache.SharedIndexInformer{i.DaemonSets, i.ControllerRevisions, i.Nodes, i.DaemonPods, i.PrePullPods, i.Jobs, i.Records}
 }
 
 // Option configures a Controller beyond what NewController requires.
@@ -218,7 +215,7 @@ type Option func(*Controller)
 // through client: give it one of its own, with its own rate limiter, so
 // that these requests never wait behind a rollout's deletions, nor these
 // behind them. Without it the controller's client serves.
-func WithLeaseClient(client kubernetes.Interface) Option {
+func WithLeaseClient(client kube.Interface) Option {
 	return func(c *Controller) { c.leaseClient = client }
 }
 
@@ -233,29 +230,21 @@ func WithLeaseMode(mode leases.Mode) Option {
 // adding the indexes it looks pre-pull pods, DaemonSets and records up by;
 // start the informers after calling it. Events go to recorder (component Component) and figures to
 // metrics.
-func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *Informers,
+func NewController(ctx context.Context, kubeClient kube.Interface, inf *Informers,
 	recorder record.EventRecorder, metrics *Metrics, opts ...Option) (*Controller, error) {
-	dsInformer := inf.Cluster.Apps().V1().DaemonSets()
-	revisionInformer := inf.Cluster.Apps().V1().ControllerRevisions()
-	nodeInformer := inf.Cluster.Core().V1().Nodes().Informer()
-	podInformer := inf.DaemonPods.Core().V1().Pods().Informer()
-	prePullPodInformer := inf.PrePull.Core().V1().Pods()
-	jobInformer := inf.PrePull.Batch().V1().Jobs().Informer()
-	recordInformer := inf.Records.Core().V1().ConfigMaps()
-
 	c := &Controller{
 		writeSlots:     make(chan struct{}, WriteParallelism),
 		client:         kubeClient,
 		recorder:       recorder,
 		metrics:        metrics,
 		now:            time.Now,
-		dsLister:       dsInformer.Lister(),
-		revisionLister: revisionInformer.Lister(),
-		dsIndexer:      dsInformer.Informer().GetIndexer(),
-		podIndexer:     podInformer.GetIndexer(),
-		nodeIndexer:    nodeInformer.GetIndexer(),
-		prePullPods:    prePullPodInformer.Informer().GetIndexer(),
-		jobIndexer:     jobInformer.GetIndexer(),
+		dsLister:       appslisters.NewDaemonSetLister(inf.DaemonSets.GetIndexer()),
+		revisionLister: appslisters.NewControllerRevisionLister(inf.ControllerRevisions.GetIndexer()),
+		dsIndexer:      inf.DaemonSets.GetIndexer(),
+		podIndexer:     inf.DaemonPods.GetIndexer(),
+		nodeIndexer:    inf.Nodes.GetIndexer(),
+		prePullPods:    inf.PrePullPods.GetIndexer(),
+		jobIndexer:     inf.Jobs.GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonsets"}),
 		trackers:   map[string]*tracker{},
@@ -266,7 +255,7 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 		eventMemo:  newEventMemo(),
 		logger:     klog.FromContext(ctx),
 	}
-	c.records = recordstore.NewStore(kubeClient, inf.RecordNamespace, recordInformer.Informer().GetIndexer(), FieldManager,
+	c.records = recordstore.NewStore(kubeClient, inf.RecordNamespace, inf.Records.GetIndexer(), FieldManager,
 		metrics.recordWritten, c.recordRewritten, func() time.Time { return c.now() }, c.logger)
 	c.leaseClient = kubeClient
 	for _, opt := range opts {
@@ -276,17 +265,17 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, inf *In
 	c.heartbeats = newHeartbeats(c.leases)
 	metrics.watchQueue(c.queue)
 	metrics.watchLeases(c.leases)
-	if err := dsInformer.Informer().AddIndexers(cache.Indexers{byUID: indexByUID}); err != nil {
+	if err := inf.DaemonSets.AddIndexers(cache.Indexers{byUID: indexByUID}); err != nil {
 		return nil, fmt.Errorf("adding daemonset indexes: %w", err)
 	}
-	if err := prePullPodInformer.Informer().AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {
+	if err := inf.PrePullPods.AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {
 		return nil, fmt.Errorf("adding pre-pull pod indexes: %w", err)
 	}
-	if err := recordInformer.Informer().AddIndexers(cache.Indexers{recordstore.ByOwner: recordstore.IndexByOwner}); err != nil {
+	if err := inf.Records.AddIndexers(cache.Indexers{recordstore.ByOwner: recordstore.IndexByOwner}); err != nil {
 		return nil, fmt.Errorf("adding rollout record indexes: %w", err)
 	}
-	if err := c.addHandlers(dsInformer.Informer(), revisionInformer.Informer(), podInformer, prePullPodInformer.Informer(),
-		nodeInformer, jobInformer, recordInformer.Informer()); err != nil {
+	if err := c.addHandlers(inf.DaemonSets, inf.ControllerRevisions, inf.DaemonPods, inf.PrePullPods,
+		inf.Nodes, inf.Jobs, inf.Records); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -10,9 +10,9 @@
 //
 // Where each concern lives:
 //   - controller.go, handlers.go, indexes.go: the informers (each narrowed
-//     to what the controller reads), the event handlers mapping every change
-//     to the DaemonSet and node it concerns (and marking that node dirty),
-//     the work queue.
+//     to what the controller reads, over internal/kube's client), the event
+//     handlers mapping every change to the DaemonSet and node it concerns
+//     (and marking that node dirty), the work queue.
 //   - podrecord.go, noderecord.go, jobrecord.go, transform.go: the caches'
 //     contents: DaemonSet pods, Nodes and pre-pull Jobs as compact records
 //     of what the controller reads (decision.Pod for pods), without an

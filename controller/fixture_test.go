@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/internal/kube/kubetest"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	recordstore "github.com/edgeota/edgeota/record"
@@ -58,9 +59,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	client := fake.NewClientset(objs...)
-	inf := NewInformers(client, testRecordNamespace)
+	inf := NewInformers(kubetest.Wrap(client), testRecordNamespace)
 	recorder := record.NewFakeRecorder(1000)
-	c, err := NewController(ctx, client, inf, recorder, NewMetrics(prometheus.NewRegistry()))
+	c, err := NewController(ctx, kubetest.Wrap(client), inf, recorder, NewMetrics(prometheus.NewRegistry()))
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
@@ -92,20 +93,20 @@ func cached(obj runtime.Object) any {
 func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
 	switch o := obj.(type) {
 	case *appsv1.DaemonSet:
-		return f.inf.Cluster.Apps().V1().DaemonSets().Informer().GetIndexer()
+		return f.inf.DaemonSets.GetIndexer()
 	case *appsv1.ControllerRevision:
-		return f.inf.Cluster.Apps().V1().ControllerRevisions().Informer().GetIndexer()
+		return f.inf.ControllerRevisions.GetIndexer()
 	case *corev1.Pod:
 		if o.Labels[PrePullLabel] == "true" {
-			return f.inf.PrePull.Core().V1().Pods().Informer().GetIndexer()
+			return f.inf.PrePullPods.GetIndexer()
 		}
-		return f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer()
+		return f.inf.DaemonPods.GetIndexer()
 	case *corev1.Node:
-		return f.inf.Cluster.Core().V1().Nodes().Informer().GetIndexer()
+		return f.inf.Nodes.GetIndexer()
 	case *batchv1.Job:
-		return f.inf.PrePull.Batch().V1().Jobs().Informer().GetIndexer()
+		return f.inf.Jobs.GetIndexer()
 	case *corev1.ConfigMap:
-		return f.inf.Records.Core().V1().ConfigMaps().Informer().GetIndexer()
+		return f.inf.Records.GetIndexer()
 	}
 	f.t.Fatalf("no informer for %T", obj)
 	return nil

@@ -11,8 +11,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/edgeota/edgeota/internal/kube/kubetest"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -126,10 +128,10 @@ func TestStoresHoldRecordsIndexedAsTheInformers(t *testing.T) {
 	if obj, ok, _ := nodes.Indexer.GetByKey("node-0"); !ok || obj.(*nodeRecord).ReadyStatus != corev1.ConditionTrue {
 		t.Errorf("got %v (found %v) for node-0, want its record, Ready", obj, ok)
 	}
-	inf := NewInformers(nil, testRecordNamespace)
+	inf := NewInformers(kubetest.Wrap(fake.NewClientset()), testRecordNamespace)
 	for name, tt := range map[string]struct{ informer, store cache.Indexer }{
-		"pods":  {inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer(), pods.Indexer},
-		"nodes": {inf.Cluster.Core().V1().Nodes().Informer().GetIndexer(), nodes.Indexer},
+		"pods":  {inf.DaemonPods.GetIndexer(), pods.Indexer},
+		"nodes": {inf.Nodes.GetIndexer(), nodes.Indexer},
 	} {
 		if got, want := slices.Sorted(maps.Keys(tt.informer.GetIndexers())), slices.Sorted(maps.Keys(tt.store.GetIndexers())); !slices.Equal(got, want) {
 			t.Errorf("%s: got the informer's indexes %q, want the store's %q", name, got, want)

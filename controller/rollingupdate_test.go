@@ -191,7 +191,7 @@ func TestDecidesOnACacheLaggingItsDeletions(t *testing.T) {
 	}
 	raise := func(budget string) {
 		t.Helper()
-		obj, _, err := f.inf.Cluster.Apps().V1().DaemonSets().Informer().GetIndexer().GetByKey(testDSKey)
+		obj, _, err := f.inf.DaemonSets.GetIndexer().GetByKey(testDSKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,9 +210,9 @@ func TestDecidesOnACacheLaggingItsDeletions(t *testing.T) {
 	}
 
 	// pod-0 and pod-1 left the cache, their events not handled yet.
-	for _, obj := range f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer().List() {
+	for _, obj := range f.inf.DaemonPods.GetIndexer().List() {
 		if p := obj.(*podRecord); p.Name == "pod-0" || p.Name == "pod-1" {
-			if err := f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer().Delete(p); err != nil {
+			if err := f.inf.DaemonPods.GetIndexer().Delete(p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -241,7 +241,7 @@ func TestExpectationsPreventOverDeletion(t *testing.T) {
 	// The deletion shows up and the pod leaves the cache, but its replacement
 	// has not arrived: the node still counts as unavailable.
 	var gone *podRecord
-	pods := f.inf.DaemonPods.Core().V1().Pods().Informer().GetIndexer()
+	pods := f.inf.DaemonPods.GetIndexer()
 	for _, obj := range pods.List() {
 		if p := obj.(*podRecord); p.Name == deleted[0] {
 			gone = p

@@ -18,9 +18,9 @@ import (
 // otherwise hold managedFields, node image lists and pod specs it never looks
 // at. Nodes and Jobs become records of the controller's own (nodeRecord,
 // jobRecord); DaemonSet pods have an informer and a transform of their own
-// (TransformDaemonPod). Pass it to informers.WithTransform. It changes
-// objects in place (the informer hands it freshly decoded ones) and accepts
-// its own output (client-go may apply it twice).
+// (TransformDaemonPod). NewInformers sets both as the informers'
+// transforms. It changes objects in place (the informer hands it freshly
+// decoded ones) and accepts its own output (client-go may apply it twice).
 func Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:

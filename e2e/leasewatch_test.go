@@ -15,11 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/edgeota/edgeota/internal/kube"
 	"github.com/edgeota/edgeota/leases"
 )
 
@@ -83,7 +83,7 @@ func testLeaseWatcher(t *testing.T, wide bool) {
 	defer func() { plain.Stop(); <-plainDone }()
 
 	// The Watcher, on a client of its own as ota-controller gives it.
-	watcherClient, err := kubernetes.NewForConfig(rest.CopyConfig(e.cluster.Config))
+	watcherClient, err := kube.NewForConfig(rest.CopyConfig(e.cluster.Config))
 	if err != nil {
 		t.Fatal(err)
 	}

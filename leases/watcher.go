@@ -16,12 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/edgeota/edgeota/internal/choice"
+	"github.com/edgeota/edgeota/internal/kube"
 )
 
 // What Options.Counted is told of, one value a call: label values for the
@@ -118,7 +117,7 @@ const DefaultWideAt = 100
 // and nothing from the rest of the fleet: a watch per followed node gives
 // both. The zero value is not usable; see NewWatcher.
 type Watcher struct {
-	leases  typedcoordinationv1.LeaseInterface
+	leases  kube.Leases
 	renew   func(node string, renewed time.Time)
 	counted func(what string)
 	// lists holds a place for each list under way.
@@ -159,7 +158,7 @@ type Watcher struct {
 // the node's watch waits for it. Give the Watcher a client with a rate
 // limiter of its own (see the package doc), so that its lists and watches
 // never wait behind the caller's other requests.
-func NewWatcher(client kubernetes.Interface, renew func(node string, renewed time.Time), opts Options) *Watcher {
+func NewWatcher(client kube.Interface, renew func(node string, renewed time.Time), opts Options) *Watcher {
 	counted := opts.Counted
 	if counted == nil {
 		counted = func(string) {}

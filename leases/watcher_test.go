@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/edgeota/edgeota/internal/kube"
+	"github.com/edgeota/edgeota/internal/kube/kubetest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
@@ -109,9 +111,9 @@ func newFixtureOn(t *testing.T, s server, configure func(*fake.Clientset), objs 
 	if configure != nil {
 		configure(f.client)
 	}
-	f.w = NewWatcher(f.client, func(node string, renewed time.Time) { f.reports <- report{node, renewed} },
+	f.w = NewWatcher(kubetest.Wrap(f.client), func(node string, renewed time.Time) { f.reports <- report{node, renewed} },
 		Options{Counted: f.count})
-	f.w.leases = streamingLeases{LeaseInterface: f.w.leases, refuse: s == refuses}
+	f.w.leases = streamingLeases{Leases: f.w.leases, refuse: s == refuses}
 	return f
 }
 
@@ -121,7 +123,7 @@ func newFixtureOn(t *testing.T, s server, configure func(*fake.Clientset), objs 
 // ends them, then the changes; or, if refuse, 422 as a server without the
 // WatchList feature does. Other requests go to the fake as they are.
 type streamingLeases struct {
-	typedcoordinationv1.LeaseInterface
+	kube.Leases
 	refuse bool
 }
 
@@ -132,7 +134,7 @@ var refusal = apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kin
 
 func (s streamingLeases) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
-		return s.LeaseInterface.Watch(ctx, opts)
+		return s.Leases.Watch(ctx, opts)
 	}
 	if s.refuse {
 		return nil, refusal
@@ -146,11 +148,11 @@ func (s streamingLeases) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 	}
 	// The changes are watched before the state is listed: nothing falls
 	// between, and what is in both is reported once.
-	changes, err := s.LeaseInterface.Watch(ctx, opts)
+	changes, err := s.Leases.Watch(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.LeaseInterface.List(ctx, metav1.ListOptions{})
+	list, err := s.Leases.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		changes.Stop()
 		return nil, err
@@ -610,7 +612,7 @@ func TestFailuresBackOff(t *testing.T) {
 // gatedLeases holds every list until the gate opens, and records how many
 // were under way at most.
 type gatedLeases struct {
-	typedcoordinationv1.LeaseInterface
+	kube.Leases
 	gate           chan struct{}
 	mu             sync.Mutex
 	now, most, all int
@@ -632,7 +634,7 @@ func (g *gatedLeases) List(ctx context.Context, opts metav1.ListOptions) (*coord
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return g.LeaseInterface.List(ctx, opts)
+	return g.Leases.List(ctx, opts)
 }
 
 func (g *gatedLeases) state() (now, most, all int) {
@@ -659,10 +661,10 @@ func testListsUnderWayAreBounded(t *testing.T, s server) {
 		objs = append(objs, lease(fmt.Sprintf("n%d", i), renewal(i)))
 	}
 	f := newFixtureOn(t, s, nil, objs...)
-	gated := &gatedLeases{LeaseInterface: f.client.CoordinationV1().Leases(corev1.NamespaceNodeLease), gate: make(chan struct{})}
-	f.w = NewWatcher(f.client, func(node string, renewed time.Time) { f.reports <- report{node, renewed} },
+	gated := &gatedLeases{Leases: f.client.CoordinationV1().Leases(corev1.NamespaceNodeLease), gate: make(chan struct{})}
+	f.w = NewWatcher(kubetest.Wrap(f.client), func(node string, renewed time.Time) { f.reports <- report{node, renewed} },
 		Options{Counted: f.count, ListsAtOnce: atOnce})
-	f.w.leases = streamingLeases{LeaseInterface: gated, refuse: s == refuses}
+	f.w.leases = streamingLeases{Leases: gated, refuse: s == refuses}
 	want := map[string]time.Time{}
 	for i := range nodes {
 		node := fmt.Sprintf("n%d", i)
@@ -778,7 +780,7 @@ func TestAStreamFollowsANodeInOneRequest(t *testing.T) {
 
 // askedStreams counts the watches with initial events asked of it.
 type askedStreams struct {
-	typedcoordinationv1.LeaseInterface
+	kube.Leases
 	n atomic.Int64
 }
 
@@ -786,7 +788,7 @@ func (a *askedStreams) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 		a.n.Add(1)
 	}
-	return a.LeaseInterface.Watch(ctx, opts)
+	return a.Leases.Watch(ctx, opts)
 }
 
 // TestAServerThatRefusesStreamsIsAskedOnce: once the API server refuses a
@@ -794,7 +796,7 @@ func (a *askedStreams) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 // later, without asking again; the refusal is no failure.
 func TestAServerThatRefusesStreamsIsAskedOnce(t *testing.T) {
 	f := newFixtureOn(t, refuses, nil, lease("n1", renewal(1)), lease("n2", renewal(2)), lease("n3", renewal(3)))
-	asked := &askedStreams{LeaseInterface: f.w.leases}
+	asked := &askedStreams{Leases: f.w.leases}
 	f.w.leases = asked
 	f.w.Start("n1")
 	f.run()

@@ -16,11 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/internal/kube"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -64,7 +64,7 @@ func classOf(e decision.Entry) class {
 
 // Store reads and writes the rollout records of one namespace.
 type Store struct {
-	client    kubernetes.Interface
+	client    kube.Interface
 	namespace string
 	indexer   cache.Indexer
 	// FieldManager names the controller in managedFields.
@@ -89,7 +89,7 @@ type Store struct {
 // Transform, indexed by ByOwner), read and written through client.
 // written is told each write's size; foreign the DaemonSet key of a record
 // someone else deleted or changed (see Observe).
-func NewStore(client kubernetes.Interface, namespace string, indexer cache.Indexer, fieldManager string,
+func NewStore(client kube.Interface, namespace string, indexer cache.Indexer, fieldManager string,
 	written func(bytes int), foreign func(dsKey string), now func() time.Time, logger klog.Logger) *Store {
 	if written == nil {
 		written = func(int) {}

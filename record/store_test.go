@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/edgeota/edgeota/internal/kube/kubetest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -56,7 +58,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.store = NewStore(f.client, ns, f.indexer, "test", func(b int) { f.bytes += b; f.writes++ },
+	f.store = NewStore(kubetest.Wrap(f.client), ns, f.indexer, "test", func(b int) { f.bytes += b; f.writes++ },
 		func(key string) { f.foreign = append(f.foreign, key) }, func() time.Time { return f.now }, klog.Background())
 	return f
 }

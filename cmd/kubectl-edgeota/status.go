@@ -13,13 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/edgeota/edgeota/internal/exitcode"
+	"github.com/edgeota/edgeota/internal/kube"
 	"github.com/edgeota/edgeota/rollout"
 	"github.com/edgeota/edgeota/window"
 )
@@ -107,18 +107,9 @@ func (c *cli) follow(ctx context.Context, name string, last view, timeout time.D
 	defer cancel()
 	daemonSets := c.client.AppsV1().DaemonSets(c.namespace)
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	// Wrapped as client-go's informers wrap theirs: a client that cannot
-	// stream the initial list (a fake one) is listed instead.
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = selector
-			return daemonSets.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
-			return daemonSets.Watch(ctx, opts)
-		},
-	}, c.client)
+	// A client that cannot stream the initial list (a fake one) is listed
+	// instead.
+	lw := kube.NewListWatch(c.client, daemonSets, func(opts *metav1.ListOptions) { opts.FieldSelector = selector })
 	gone := apierrors.NewNotFound(appsv1.Resource("daemonsets"), name)
 	exists := func(store cache.Store) (bool, error) {
 		_, ok, err := store.Get(&metav1.ObjectMeta{Namespace: c.namespace, Name: name})

@@ -4,26 +4,21 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/internal/kube"
+	"github.com/edgeota/edgeota/internal/leaderelection"
 	"github.com/edgeota/edgeota/internal/memlimit"
 )
 
@@ -57,13 +52,13 @@ func run(ctx context.Context, o options) error {
 	config.ContentType = runtime.ContentTypeProtobuf
 	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	config.UserAgent = "ota-controller"
-	client, err := kubernetes.NewForConfig(config)
+	client, err := kube.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
 	// Proof-of-life reads of node Leases get a client, and a rate limiter,
 	// of their own: they never wait behind a wave's deletions.
-	leaseClient, err := kubernetes.NewForConfig(rest.CopyConfig(config))
+	leaseClient, err := kube.NewForConfig(rest.CopyConfig(config))
 	if err != nil {
 		return fmt.Errorf("creating the API client for node Leases: %w", err)
 	}
@@ -73,15 +68,24 @@ func run(ctx context.Context, o options) error {
 	// records one per node.
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(kube.EventSink{Client: client})
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controller.Component})
+	scheme, err := kube.Scheme()
+	if err != nil {
+		return err
+	}
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: controller.Component})
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := controller.NewMetrics(registry)
-	leaderHealth := leaderelection.NewLeaderHealthzAdaptor(renewDeadline)
-	servers, err := startServers(ctx, o, registry, leaderHealth)
+	var elector *leaderelection.Elector
+	if o.leaderElect {
+		if elector, err = newElector(ctx, o, client); err != nil {
+			return err
+		}
+	}
+	servers, err := startServers(ctx, o, registry, leaderelection.Healthz(elector, renewDeadline))
 	if err != nil {
 		return err
 	}
@@ -104,67 +108,38 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		inf.Start(ctx.Done())
+		inf.Start(ctx)
 		defer inf.Shutdown()
 		return c.Run(ctx, o.workers)
 	}
-	if !o.leaderElect {
+	if elector == nil {
 		return work(ctx)
 	}
-	return leaderElect(ctx, o, client, leaderHealth, work)
+	// Leadership lost is an error: the process exits and restarts as a
+	// standby rather than act on a stale view.
+	return elector.Run(ctx, work)
 }
 
-// leaderElect runs work while this replica holds the Lease and returns when
-// ctx ends (releasing the Lease) or leadership is lost, which is an error: the
-// process exits and restarts as a standby rather than act on a stale view.
-func leaderElect(ctx context.Context, o options, client kubernetes.Interface, health *leaderelection.HealthzAdaptor,
-	work func(context.Context) error) error {
+// newElector is this replica's candidacy for the Lease, under an identity
+// unique to the process (the hostname, which is the pod's name, and a UUID).
+func newElector(ctx context.Context, o options, client kube.Interface) (*leaderelection.Elector, error) {
 	hostname, err := os.Hostname()
 	if err != nil {
-		return fmt.Errorf("reading the hostname for the leader identity: %w", err)
+		return nil, fmt.Errorf("reading the hostname for the leader identity: %w", err)
 	}
 	identity := hostname + "_" + uuid.NewString()
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: o.leaseNamespace, Name: leaseName},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-	}
 	logger := klog.FromContext(ctx)
-	var started atomic.Bool
-	done := make(chan error, 1)
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   leaseDuration,
-		RenewDeadline:   renewDeadline,
-		RetryPeriod:     retryPeriod,
-		ReleaseOnCancel: true,
-		WatchDog:        health,
-		Name:            leaseName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				started.Store(true)
-				logger.Info("Started leading", "identity", identity)
-				done <- work(ctx)
-			},
-			OnStoppedLeading: func() {
-				logger.Info("Stopped leading", "identity", identity)
-			},
-			OnNewLeader: func(leader string) {
-				if leader != identity {
-					logger.Info("Following the leader", "leader", leader)
-				}
-			},
+	e, err := leaderelection.New(leaderelection.Config{
+		Leases: client.CoordinationV1().Leases(o.leaseNamespace), Name: leaseName, Identity: identity,
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		OnNewLeader: func(leader string) {
+			if leader != identity {
+				logger.Info("Following the leader", "leader", leader)
+			}
 		},
 	})
-	if !started.Load() {
-		return nil // stopped while standing by
+	if err != nil {
+		return nil, fmt.Errorf("electing a leader through Lease %s/%s: %w", o.leaseNamespace, leaseName, err)
 	}
-	// RunOrDie has cancelled work's context; wait for it to wind down.
-	if err := <-done; err != nil {
-		return err
-	}
-	if ctx.Err() == nil {
-		return fmt.Errorf("lost the leadership of Lease %s/%s", o.leaseNamespace, leaseName)
-	}
-	return nil
+	return e, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/internal/metricshttp"
@@ -26,12 +25,12 @@ type servers []*http.Server
 // --profiling. /healthz fails when the leader stops renewing its
 // Lease, so the kubelet restarts a wedged leader; /readyz says the process
 // serves.
-func startServers(ctx context.Context, o options, registry *prometheus.Registry, leader *leaderelection.HealthzAdaptor) (servers, error) {
+func startServers(ctx context.Context, o options, registry *prometheus.Registry, leaderHealthy func(*http.Request) error) (servers, error) {
 	metrics := metricsMux(o, registry)
 
 	probes := http.NewServeMux()
 	probes.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := leader.Check(r); err != nil {
+		if err := leaderHealthy(r); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

@@ -14,10 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/internal/kube"
 )
 
 // The start-up checks. Without them a controller whose record namespace is
@@ -83,7 +83,7 @@ type startupCheck struct {
 
 // startupChecks are the checks o calls for: ConfigMaps in the record
 // namespace and, with leader election, Leases in the Lease's namespace.
-func startupChecks(o options, client kubernetes.Interface) []startupCheck {
+func startupChecks(o options, client kube.Interface) []startupCheck {
 	checks := []startupCheck{{
 		namespace: o.recordNS, flag: recordNamespaceFlag,
 		resource: "configmaps", verbs: "list,watch,create,patch,delete", role: recordsRole,
@@ -117,7 +117,7 @@ func probeMeta(namespace string) metav1.ObjectMeta {
 // all), each saying what to do. An answer that is not final (the API server
 // unreachable or starting, a 5xx, a timeout) is logged and retried with
 // backoff until ctx ends; the error then wraps ctx's.
-func (k checker) run(ctx context.Context, client kubernetes.Interface, checks []startupCheck) error {
+func (k checker) run(ctx context.Context, client kube.Interface, checks []startupCheck) error {
 	var failures []error
 	missing := map[string]*namespaceMissingError{}
 	for _, c := range checks {
@@ -142,7 +142,7 @@ func (k checker) run(ctx context.Context, client kubernetes.Interface, checks []
 
 // probe creates c's probe object in dry-run until the API server answers
 // finally: nil when it may, a final error saying what to do when it may not.
-func (k checker) probe(ctx context.Context, client kubernetes.Interface, c startupCheck) error {
+func (k checker) probe(ctx context.Context, client kube.Interface, c startupCheck) error {
 	logger := klog.FromContext(ctx).WithValues("namespace", c.namespace, "resource", c.resource, "verb", "create")
 	opts := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: controller.FieldManager}
 	backoff := k.backoff
@@ -185,7 +185,7 @@ const namespacesNotReady = "not yet ready to handle request"
 // final says what to do when err is final for c: a missing namespace (404)
 // or a refusal (403). It returns nil for any other answer, which may change
 // by itself.
-func (k checker) final(ctx context.Context, client kubernetes.Interface, c startupCheck, err error) error {
+func (k checker) final(ctx context.Context, client kube.Interface, c startupCheck, err error) error {
 	where := fmt.Sprintf("cannot create %s in namespace %s, where ota-controller keeps %s (--%s)", c.resource, c.namespace, c.keeps, c.flag)
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), namespacesNotReady):
@@ -219,7 +219,7 @@ func namespaceNotFound(err error, namespace string) bool {
 // identity is allowed came from admission (a policy, a webhook, a quota),
 // which no Role fixes. For RBAC it names the Role to create and, from a
 // SelfSubjectReview, the identity to bind it to.
-func (k checker) forbidden(ctx context.Context, client kubernetes.Interface, c startupCheck, where string, refusal error) error {
+func (k checker) forbidden(ctx context.Context, client kube.Interface, c startupCheck, where string, refusal error) error {
 	ctx, cancel := context.WithTimeout(ctx, k.attemptTimeout)
 	defer cancel()
 	resource, group, _ := strings.Cut(c.resource, ".")
@@ -241,7 +241,7 @@ func (k checker) forbidden(ctx context.Context, client kubernetes.Interface, c s
 // subject is kubectl create rolebinding's flag naming the controller's
 // identity, as a SelfSubjectReview tells it; when the API server does not
 // tell, a placeholder for the user its 403 named.
-func (k checker) subject(ctx context.Context, client kubernetes.Interface) string {
+func (k checker) subject(ctx context.Context, client kube.Interface) string {
 	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil || review.Status.UserInfo.Username == "" {
 		klog.FromContext(ctx).V(2).Info("Could not learn the controller's identity for the remedy", "err", err)

@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
@@ -34,6 +33,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/edgeota/edgeota/controller"
+	"github.com/edgeota/edgeota/internal/kube"
+	"github.com/edgeota/edgeota/internal/kube/kubetest"
 )
 
 const (
@@ -103,7 +104,8 @@ func (api *fakeAPI) attempts() int {
 
 // check runs testChecker's checks of o against api.
 func (api *fakeAPI) check(ctx context.Context, o options) error {
-	return testChecker.run(ctx, api, startupChecks(o, api))
+	client := kubetest.Wrap(api)
+	return testChecker.run(ctx, client, startupChecks(o, client))
 }
 
 // withNamespaces is options with the record and Lease namespaces, leader
@@ -267,7 +269,7 @@ func TestExitsWhenForbidden(t *testing.T) {
 			if !apierrors.IsForbidden(err) {
 				t.Errorf("got %v, want it to wrap the API server's 403", err)
 			}
-			if got, want := api.attempts(), len(startupChecks(tt.o, api)); got != want {
+			if got, want := api.attempts(), len(startupChecks(tt.o, kubetest.Wrap(api))); got != want {
 				t.Errorf("got %d probes, want %d: one each, the 403 final", got, want)
 			}
 		})
@@ -467,14 +469,15 @@ func TestChecksBeforeCampaigning(t *testing.T) {
 	}
 }
 
-// clientFor is a JSON client of the kubeconfig.
-func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
+// clientFor is the controller's own client of the kubeconfig, speaking
+// JSON as the kubeconfig's default.
+func clientFor(t *testing.T, kubeconfig string) kube.Interface {
 	t.Helper()
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := kubernetes.NewForConfig(config)
+	client, err := kube.NewForConfig(config)
 	if err != nil {
 		t.Fatal(err)
 	}
