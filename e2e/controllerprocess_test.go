@@ -73,6 +73,16 @@ func (e *env) kill(c *controllerProcess) {
 	c.killed = true
 }
 
+// stop stops the controller as a Deployment's rolling update or a node
+// drain does (SIGTERM, SIGKILL after a grace), and waits for it to exit.
+func (e *env) stop(c *controllerProcess) {
+	e.t.Helper()
+	if err := e.h.Stop(c.Process); err != nil {
+		e.t.Fatal(err)
+	}
+	c.killed = true
+}
+
 // expectAlive fails the test if the controller has exited.
 func (e *env) expectAlive(c *controllerProcess) {
 	e.t.Helper()

@@ -57,7 +57,9 @@
 //   - controllerkill_test.go, unbound_test.go: a controller killed and
 //     restarted mid-rollout completes it within the budget.
 //   - leaderelection_test.go: two replicas, only the leader acts; a killed
-//     leader hands over within the lease, with no double deletions.
+//     leader hands over within the lease, a stopped one (SIGTERM) at the
+//     standby's next retry, having released the Lease once its work
+//     returned; no double deletions either way.
 //   - apiserver_restart_test.go: an API server restart mid-rollout.
 //   - brake_test.go: the failure brake: a version that cuts off its nodes
 //     halts at max-unavailable (with and without minReadySeconds) and a fixed
