@@ -108,8 +108,10 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
+		ctx, stop := context.WithCancel(ctx)
 		inf.Start(ctx)
-		defer inf.Shutdown()
+		defer inf.Shutdown() // second: the informers return
+		defer stop()         // first, even if Run returned on its own
 		return c.Run(ctx, o.workers)
 	}
 	if elector == nil {
