@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,6 +303,16 @@ func TestRunLeadsThenReleasesOnlyAfterTheWorkReturned(t *testing.T) {
 // Lease was lost, without writing it again.
 func TestRunStopsTheWorkWhenRenewalsFail(t *testing.T) {
 	f := newFixture(t)
+	// The API server goes away once the replica leads. Reactors are set
+	// before anything runs: the fake clientset does not guard its reactor
+	// chain against calls under way.
+	var away atomic.Bool
+	f.client.PrependReactor("*", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if !away.Load() {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewServiceUnavailable("the API server is away")
+	})
 	_, ctx := ktesting.NewTestContext(t)
 	leading := make(chan struct{})
 	ran := make(chan error, 1)
@@ -313,9 +324,7 @@ func TestRunStopsTheWorkWhenRenewalsFail(t *testing.T) {
 		})
 	}()
 	answer(t, leading, "leadership")
-	f.client.PrependReactor("*", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewServiceUnavailable("the API server is away")
-	})
+	away.Store(true)
 	if err := answer(t, ran, "return from Run"); !errors.Is(err, ErrLost) {
 		t.Errorf("got %v, want ErrLost", err)
 	}
