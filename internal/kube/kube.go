@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -204,9 +205,10 @@ var groups = []struct {
 	{authenticationv1.SchemeGroupVersion, "/apis", authenticationv1.AddToScheme},
 }
 
-// Scheme is a scheme of the controller's API groups alone: for the event
-// recorder, which names an object's kind from it.
-func Scheme() (*runtime.Scheme, error) {
+// Scheme is the scheme of the controller's API groups alone, built once
+// and only read after: every client's codecs, and the event recorder,
+// which names an object's kind from it.
+var Scheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	for _, g := range groups {
@@ -215,7 +217,7 @@ func Scheme() (*runtime.Scheme, error) {
 		}
 	}
 	return scheme, nil
-}
+})
 
 // NewForConfig makes the client as client-go's kubernetes.NewForConfig
 // makes the clientset: one HTTP client (and connection pool) for every
