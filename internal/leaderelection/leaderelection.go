@@ -209,8 +209,7 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context, logger klog.Logger) boo
 	}
 	e.lease = lease
 	if !apiequality.Semantic.DeepEqual(lease.Spec, e.observed) || e.observedAt.IsZero() {
-		e.observed, e.observedAt = *lease.Spec.DeepCopy(), now
-		e.reportLeaderLocked()
+		e.observeLocked(lease, now)
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if holder != "" && holder != e.cfg.Identity && e.validLocked(now) {
@@ -240,7 +239,8 @@ func (e *Elector) updateLocked(ctx context.Context, spec coordinationv1.LeaseSpe
 	return nil
 }
 
-// observeLocked records a Lease this replica wrote.
+// observeLocked records a Lease as seen changed at now: one this replica
+// read with a spec it had not seen, or wrote.
 func (e *Elector) observeLocked(lease *coordinationv1.Lease, now time.Time) {
 	e.lease, e.observed, e.observedAt = lease, *lease.Spec.DeepCopy(), now
 	e.reportLeaderLocked()
