@@ -83,14 +83,18 @@ func (e *env) memoryCgroup(limit int64) string {
 	return dir
 }
 
-// inCgroup writes a script that moves itself into the cgroup group and,
-// with env (NAME=value, or nothing) added to its environment, becomes
-// bin/ota-controller with the arguments it was given: the controller then
-// starts in the cgroup, as a container's process does.
+// inCgroup writes a script that moves itself into the cgroup group (none
+// when empty) and, with env (NAME=value, or nothing) added to its
+// environment, becomes bin/ota-controller with the arguments it was given:
+// the controller then starts in the cgroup, as a container's process does.
 func (e *env) inCgroup(group, name, env string) string {
 	e.t.Helper()
 	script := filepath.Join(e.t.TempDir(), name)
-	body := fmt.Sprintf("#!/bin/sh\necho $$ > %s/cgroup.procs || exit 1\nexec env %s %s \"$@\"\n", group, env, e.h.Tools.Path(harness.ControllerBinary))
+	body := "#!/bin/sh\n"
+	if group != "" {
+		body += fmt.Sprintf("echo $$ > %s/cgroup.procs || exit 1\n", group)
+	}
+	body += fmt.Sprintf("exec env %s %s \"$@\"\n", env, e.h.Tools.Path(harness.ControllerBinary))
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		e.t.Fatal(err)
 	}

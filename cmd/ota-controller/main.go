@@ -26,6 +26,7 @@ import (
 
 	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/command"
+	"github.com/edgeota/edgeota/internal/maxprocs"
 	"github.com/edgeota/edgeota/internal/memlimit"
 	"github.com/edgeota/edgeota/internal/untrusted"
 	"github.com/edgeota/edgeota/leases"
@@ -55,6 +56,7 @@ type options struct {
 	profiling      bool
 	leaseWatch     leases.Mode
 	memoryRatio    float64
+	maxProcs       int
 }
 
 func main() {
@@ -75,6 +77,7 @@ func main() {
 	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
 	fs.BoolVar(&opts.profiling, "profiling", false, "also serve Go's profiles at /debug/pprof/ on --metrics-bind-address, as kube-controller-manager's --profiling does; off by default, since a profile shows what the process holds")
 	fs.Float64Var(&opts.memoryRatio, "memory-limit-ratio", memlimit.DefaultRatio, "share of the container's memory limit (its cgroup's) given to the Go runtime as its soft limit, GOMEMLIMIT, so that the collector works harder near the limit rather than the container being OOM-killed with half its heap garbage; 0 disables; a GOMEMLIMIT in the environment takes precedence")
+	fs.IntVar(&opts.maxProcs, "max-procs", maxprocs.Default, "OS threads that run the controller's Go code at once (the Go runtime's GOMAXPROCS): the controller mostly waits on the API server, and a thread per core costs a fifth more CPU per rollout in threads that wake, find nothing to do and park; 0 leaves the runtime's choice (the container's CPU limit, else every core); a GOMAXPROCS in the environment takes precedence")
 	fs.Func("lease-watch", "how proof of life watches the node Leases of the nodes it waits on: "+
 		"auto (the default: each one's Lease by name, and all of them in one watch while it waits on a quarter of the fleet and at least 100 nodes), "+
 		"each-node (always by name), or every-lease (one watch of every Lease, always, as an informer of all the Leases would: an event per node and renewal even at rest)",
@@ -97,6 +100,9 @@ func (o options) validate() error {
 	}
 	if err := memlimit.ValidateRatio(o.memoryRatio); err != nil {
 		return fmt.Errorf("--memory-limit-ratio: %w", err)
+	}
+	if err := maxprocs.Validate(o.maxProcs); err != nil {
+		return fmt.Errorf("--max-procs: %w", err)
 	}
 	if o.profiling && o.metricsAddress == "0" {
 		return errors.New("--profiling needs --metrics-bind-address, which serves the profiles")

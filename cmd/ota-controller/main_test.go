@@ -7,7 +7,7 @@ import (
 
 func TestValidate(t *testing.T) {
 	valid := options{workers: 4, qps: 500, burst: 1000, leaderElect: true, leaseNamespace: "edgeota-system", recordNS: "edgeota-system",
-		metricsAddress: ":8080", healthzAddress: ":8081", memoryRatio: 0.9}
+		metricsAddress: ":8080", healthzAddress: ":8081", memoryRatio: 0.9, maxProcs: 1}
 	tests := []struct {
 		name    string
 		change  func(*options)
@@ -30,6 +30,8 @@ func TestValidate(t *testing.T) {
 		{"no soft memory limit", func(o *options) { o.memoryRatio = 0 }, ""},
 		{"memory limit ratio past the container's", func(o *options) { o.memoryRatio = 1.2 }, "--memory-limit-ratio: memory limit ratio 1.2 is not between 0 (off) and 1"},
 		{"negative memory limit ratio", func(o *options) { o.memoryRatio = -0.5 }, "--memory-limit-ratio"},
+		{"the Go runtime's threads", func(o *options) { o.maxProcs = 0 }, ""},
+		{"negative threads", func(o *options) { o.maxProcs = -1 }, "--max-procs: -1 threads is not 0"},
 		{"probe address without port", func(o *options) { o.healthzAddress = "localhost" }, "--health-probe-bind-address"},
 	}
 	for _, tt := range tests {

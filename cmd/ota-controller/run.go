@@ -19,6 +19,7 @@ import (
 	"github.com/edgeota/edgeota/controller"
 	"github.com/edgeota/edgeota/internal/kube"
 	"github.com/edgeota/edgeota/internal/leaderelection"
+	"github.com/edgeota/edgeota/internal/maxprocs"
 	"github.com/edgeota/edgeota/internal/memlimit"
 )
 
@@ -41,6 +42,9 @@ func run(ctx context.Context, o options) error {
 		logger.Error(err, "Reading the container's memory limit; the Go runtime keeps no soft limit")
 	case limit > 0:
 		logger.Info("Gave the Go runtime a soft memory limit under the container's", "bytes", limit, "ratio", o.memoryRatio)
+	}
+	if n := maxprocs.Set(o.maxProcs); n > 0 {
+		logger.V(2).Info("Runs Go code on a fixed number of threads", "maxProcs", n)
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
