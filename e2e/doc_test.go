@@ -101,9 +101,9 @@
 //     as deploy/'s container is gives the Go runtime a soft limit of 0.9
 //     of it; --memory-limit-ratio=0 and a GOMEMLIMIT of the environment's
 //     leave it be (cgroup v1's memory controller, as this machine has).
-//   - maxprocs_test.go: ota-controller runs Go code on one thread by
-//     default; --max-procs=0 and a GOMAXPROCS of the environment's leave
-//     the runtime's choice be.
+//   - maxprocs_test.go: ota-controller leaves the Go runtime its own
+//     number of threads unless --max-procs says otherwise, and a
+//     GOMAXPROCS of the environment's wins over the flag.
 //
 // Helpers: env_test.go (a cluster per scenario, through the harness),
 // processes_test.go and controllerprocess_test.go (the binaries, through the

@@ -9,21 +9,21 @@ import (
 	"github.com/edgeota/edgeota/harness"
 )
 
-// TestControllerRunsGoCodeOnOneThread: ota-controller gives the Go runtime
-// one thread for Go code unless told otherwise (--max-procs), which the
-// runtime's own metric (go_sched_gomaxprocs_threads) shows; with
-// --max-procs=0 the runtime keeps its own choice (this machine's cores), and
-// with GOMAXPROCS in its environment it keeps that.
-func TestControllerRunsGoCodeOnOneThread(t *testing.T) {
+// TestControllerRunsGoCodeOnTheThreadsItIsGiven: ota-controller leaves the
+// Go runtime its own number of threads for Go code (this machine's cores)
+// unless --max-procs says otherwise, as the runtime's own metric
+// (go_sched_gomaxprocs_threads) shows; with GOMAXPROCS in its environment
+// it keeps that, whatever the flag.
+func TestControllerRunsGoCodeOnTheThreadsItIsGiven(t *testing.T) {
 	e := newEnv(t, 0)
 	for _, tc := range []struct {
 		name, env string
 		flags     []string
 		want      float64
 	}{
-		{"ota-controller-default-procs", "", nil, 1},
-		{"ota-controller-runtime-procs", "", []string{"--max-procs=0"}, float64(runtime.NumCPU())},
-		{"ota-controller-gomaxprocs", "GOMAXPROCS=3", nil, 3},
+		{"ota-controller-default-procs", "", nil, float64(runtime.NumCPU())},
+		{"ota-controller-one-proc", "", []string{"--max-procs=1"}, 1},
+		{"ota-controller-gomaxprocs", "GOMAXPROCS=3", []string{"--max-procs=1"}, 3},
 	} {
 		c := e.startKillableControllerWith(harness.ControllerOptions{Name: tc.name, Binary: e.inCgroup("", tc.name, tc.env), Flags: tc.flags})
 		if got := e.mustMetric(c, "go_sched_gomaxprocs_threads"); got != tc.want {
