@@ -10,8 +10,9 @@ import (
 )
 
 // TestControllerRunsGoCodeOnTheThreadsItIsGiven: ota-controller leaves the
-// Go runtime its own number of threads for Go code (this machine's cores)
-// unless --max-procs says otherwise, as the runtime's own metric
+// Go runtime its own number of threads for Go code (as this test's own
+// runtime chose them: the same machine, cgroup and environment) unless
+// --max-procs says otherwise, as the runtime's own metric
 // (go_sched_gomaxprocs_threads) shows; with GOMAXPROCS in its environment
 // it keeps that, whatever the flag.
 func TestControllerRunsGoCodeOnTheThreadsItIsGiven(t *testing.T) {
@@ -21,7 +22,7 @@ func TestControllerRunsGoCodeOnTheThreadsItIsGiven(t *testing.T) {
 		flags     []string
 		want      float64
 	}{
-		{"ota-controller-default-procs", "", nil, float64(runtime.NumCPU())},
+		{"ota-controller-default-procs", "", nil, float64(runtime.GOMAXPROCS(0))},
 		{"ota-controller-one-proc", "", []string{"--max-procs=1"}, 1},
 		{"ota-controller-gomaxprocs", "GOMAXPROCS=3", []string{"--max-procs=1"}, 3},
 	} {
