@@ -26,7 +26,7 @@ func TestControllerRunsGoCodeOnTheThreadsItIsGiven(t *testing.T) {
 		{"ota-controller-one-proc", "", []string{"--max-procs=1"}, 1},
 		{"ota-controller-gomaxprocs", "GOMAXPROCS=3", []string{"--max-procs=1"}, 3},
 	} {
-		c := e.startKillableControllerWith(harness.ControllerOptions{Name: tc.name, Binary: e.inCgroup("", tc.name, tc.env), Flags: tc.flags})
+		c := e.startKillableControllerWith(harness.ControllerOptions{Name: tc.name, Binary: e.controllerLauncher("", tc.name, tc.env), Flags: tc.flags})
 		if got := e.mustMetric(c, "go_sched_gomaxprocs_threads"); got != tc.want {
 			t.Errorf("%s: got go_sched_gomaxprocs_threads %.0f, want %.0f", tc.name, got, tc.want)
 		}

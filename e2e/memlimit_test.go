@@ -34,7 +34,7 @@ func TestControllerTakesItsSoftMemoryLimitFromItsContainer(t *testing.T) {
 		{"ota-controller-ratio-0", "", []string{"--memory-limit-ratio=0"}, math.MaxInt64},
 		{"ota-controller-gomemlimit", "GOMEMLIMIT=100MiB", nil, 100 << 20},
 	} {
-		c := e.startKillableControllerWith(harness.ControllerOptions{Name: tc.name, Binary: e.inCgroup(group, tc.name, tc.env), Flags: tc.flags})
+		c := e.startKillableControllerWith(harness.ControllerOptions{Name: tc.name, Binary: e.controllerLauncher(group, tc.name, tc.env), Flags: tc.flags})
 		if got := e.mustMetric(c, "go_gc_gomemlimit_bytes"); got != tc.want {
 			t.Errorf("%s: got go_gc_gomemlimit_bytes %.0f, want %.0f", tc.name, got, tc.want)
 		}
@@ -83,11 +83,12 @@ func (e *env) memoryCgroup(limit int64) string {
 	return dir
 }
 
-// inCgroup writes a script that moves itself into the cgroup group (none
-// when empty) and, with env (NAME=value, or nothing) added to its
-// environment, becomes bin/ota-controller with the arguments it was given:
-// the controller then starts in the cgroup, as a container's process does.
-func (e *env) inCgroup(group, name, env string) string {
+// controllerLauncher writes a script that moves itself into the cgroup
+// group (none when empty) and, with env (NAME=value, or nothing) added to
+// its environment, becomes bin/ota-controller with the arguments it was
+// given: the controller then starts in the cgroup, as a container's
+// process does, and with the environment an operator gave it.
+func (e *env) controllerLauncher(group, name, env string) string {
 	e.t.Helper()
 	script := filepath.Join(e.t.TempDir(), name)
 	body := "#!/bin/sh\n"
