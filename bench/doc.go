@@ -15,7 +15,8 @@
 //
 // Where each concern lives:
 //   - main.go: the entry point, and the sub-commands of the ceiling
-//     server, the simulated agents and the cache scenario's measuring child.
+//     server, the simulated agents and the cache and requests scenarios'
+//     measuring children.
 //   - params.go: BENCH_* variables, the budget, scaling targets to N.
 //   - scenario.go: the scenario type, the ordered list of scenarios, the
 //     findings passed from one to a later one, BENCH_SCENARIOS.
@@ -26,9 +27,10 @@
 //     that starts either or changes the nodes' heartbeat (status every few
 //     seconds, or node Leases as kubelets).
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
-//   - rollout.go, cutoff.go, proof.go, atrest.go, marking.go, nodeapi.go,
-//     identity.go, upgrade.go, persistence.go, watchers.go: one scenario
-//     each, with its targets and its table; predownload.go: the two on
+//   - rollout.go, cutoff.go, proof.go, atrest.go, requests.go, marking.go,
+//     nodeapi.go, identity.go, upgrade.go, persistence.go, watchers.go: one
+//     scenario each, with its targets and its table (requests.go also its
+//     measuring child); predownload.go: the two on
 //     modelled image pulls (predownload, badtag), run only when named.
 //   - waves.go: the rollout scenarios' default node heartbeat interval, and
 //     a rollout's pod, node and Lease events and agents' answers replayed

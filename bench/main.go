@@ -30,6 +30,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == requestsCommand {
+		if err := runRequestsChild(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench requests:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {

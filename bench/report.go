@@ -79,7 +79,7 @@ func header(s *session, started time.Time, kubeVersion string, scenarios []strin
 	fmt.Fprintf(&b, "- Parameters: N=%d KWOK nodes (delay-free stages), %d alternating pairs per ratio, "+
 		"%s per node-API load level, %d upgrades per method, controller --kube-api-qps %g --kube-api-burst %d, budget 10%% = %d nodes\n",
 		s.p.nodes, s.p.pairs, s.p.loadTime, s.p.upgrades, s.p.qps, s.p.burst, s.p.budget())
-	fmt.Fprintf(&b, "- Nodes heartbeat: rollout and cutoff: %s (BENCH_HEARTBEAT); atrest and proof: %s; the others: %s\n",
+	fmt.Fprintf(&b, "- Nodes heartbeat: rollout and cutoff: %s (BENCH_HEARTBEAT); atrest, proof and requests: %s; the others: %s\n",
 		s.p.rolloutHeartbeat, kubeletHeartbeat(s.p), localcluster.Heartbeat{})
 	if s.p.imagePulls != nil {
 		fmt.Fprintf(&b, "- Image pulls: modelled, %s per image a node has not pulled (BENCH_PULL_DELAY; localcluster.ImagePulls)", s.p.imagePulls.Delay)

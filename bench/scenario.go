@@ -55,6 +55,7 @@ var scenarios = []scenario{
 	badTagScenario,
 	proofScenario,
 	atRestScenario,
+	requestsScenario,
 	markingScenario,
 	nodeAPIScenario,
 	identityScenario,
