@@ -30,7 +30,7 @@ import (
 
 // requestsScenario: what the requests a node's turn cannot do without cost
 // the process that sends them, on this machine, with nothing else to do:
-//   - the write ahead of the deletion: a merge patch of one entry of a
+//   - the write-ahead of the deletion: a merge patch of one entry of a
 //     record ConfigMap (record.Store's write of an entry in flight);
 //   - the deletion: a DELETE of the node's pod;
 //   - the proof of life, either way: by the agent's answer, the challenge
@@ -365,9 +365,9 @@ func requestsTable(p params, runs []requestCosts) table {
 				perNode(func(c requestCosts) time.Duration { return c.Challenge }), "", "", "", ""},
 			{"the proof of life on node Leases: a watch of the node's Lease, its initial events to its next renewal",
 				perNode(func(c requestCosts) time.Duration { return c.Follow }), "", "", "", ""},
-			{"the least a node's turn costs above the floor, on node Leases: the write ahead, the DELETE, the Lease watch (issue 29's goal for all of it)",
+			{"the least a node's turn costs above the floor, on node Leases: the write-ahead, the DELETE, the Lease watch (issue 29's goal for all of it)",
 				millis(onLeases), "", "", "≤ " + millis(requestsTarget), verdict(onLeases <= requestsTarget)},
-			{"… with the agents' answers: the write ahead, the DELETE, the challenge",
+			{"… with the agents' answers: the write-ahead, the DELETE, the challenge",
 				millis(byAnswer), "", "", "≤ " + millis(requestsTarget), verdict(byAnswer <= requestsTarget)},
 		},
 		notes: []string{
