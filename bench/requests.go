@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
 	"github.com/edgeota/edgeota/bench/measure"
@@ -166,31 +166,12 @@ func createPinnedPods(ctx context.Context, client kubernetes.Interface, round in
 	})
 }
 
-// inParallel calls f(0) … f(n-1), at most workers at once, and returns
-// their errors joined.
+// inParallel calls f(0) … f(n-1), at most workers at once (client-go's
+// workqueue.ParallelizeUntil, as forEachNode), and returns their errors
+// joined.
 func inParallel(n, workers int, f func(i int) error) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	next := make(chan int)
-	for range min(workers, n) {
-		wg.Go(func() {
-			for i := range next {
-				if err := f(i); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	errs := make([]error, n)
+	workqueue.ParallelizeUntil(context.Background(), workers, n, func(i int) { errs[i] = f(i) })
 	return errors.Join(errs...)
 }
 
