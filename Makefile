@@ -124,14 +124,19 @@ generate: $(BIN)/buf
 ## sdk-ts: the TypeScript SDK (sdk/ts/gen/) regenerated with protoc-gen-es,
 ## its packages installed from sdk/ts/package-lock.json (npm ci), and the
 ## OpenAPI documents validated. Not needed by check.
-sdk-ts: $(BIN)/buf
-	cd sdk/ts && npm ci --no-audit --no-fund
+sdk-ts: $(BIN)/buf sdk/ts/node_modules/.installed
 	$(BIN)/buf generate --template buf.gen.ts.yaml
 	node sdk/ts/validate-openapi.js gen/openapiv2/edgeota/v1/*.swagger.json
 
 ## check: buf lint and breaking, generated code freshness, gofmt, go vet
 ## (the e2e suite too), a tidy go.mod, staticcheck, the binaries' links.
 check: lint breaking fresh fmt vet tidy staticcheck links
+
+# npm ci runs only when the lockfile or the package changed since the last
+# install (an install takes most of a minute; its stamp is node_modules').
+sdk/ts/node_modules/.installed: sdk/ts/package-lock.json sdk/ts/package.json
+	cd sdk/ts && npm ci --no-audit --no-fund
+	touch $@
 
 lint: $(BIN)/buf
 	$(BIN)/buf lint
@@ -186,8 +191,13 @@ links:
 staticcheck: $(BIN)/staticcheck
 	$(BIN)/staticcheck -tags e2e ./...
 
-## test: every check, the unit tests, make images twice (checked), a brief fuzz run, then the end-to-end suite on the local cluster.
-test: check test-unit test-images test-fuzz test-e2e
+## test: every check, the unit tests, then the end-to-end suite on the local
+## cluster, with make images twice (checked) and a brief fuzz run beside its
+## scenarios that run side by side; at the end, also when a stage fails or
+## times out, the time of each stage and the ten slowest scenarios
+## (hack/test.sh).
+test: $(BIN)/testlog
+	E2E_REPORT=$(E2E_REPORT) E2E_SIDE_BY_SIDE=$(E2E_SIDE_BY_SIDE_FILE) hack/test.sh "check test-unit" test-e2e "test-images test-fuzz"
 
 ## test-unit: unit tests only (no cluster needed).
 test-unit:
@@ -209,9 +219,26 @@ test-fuzz:
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./window
 
-## test-e2e: the end-to-end suite against the embedded local cluster.
-test-e2e: tools build sdk-ts
-	$(GO) test -count=1 -tags e2e -timeout 60m ./e2e/...
+## test-e2e: the end-to-end suite against the embedded local cluster, its
+## scenarios E2E_PARALLEL at a time where they may run side by side
+## (e2e/README.md); E2E_RUN=TestName runs one (a go test -run pattern). The
+## log shows each scenario's start and end and a failure's whole output;
+## the go test -json report is E2E_REPORT, the logs .cache/e2e/<scenario>/.
+E2E_PARALLEL ?= 8
+E2E_RUN ?=
+E2E_REPORT := .cache/e2e-report.json
+# E2E_SIDE_BY_SIDE, when set, is a file testlog creates once the scenarios
+# that run alone are done: make test then starts the stages that may run
+# beside the rest (hack/test.sh).
+E2E_SIDE_BY_SIDE ?=
+E2E_SIDE_BY_SIDE_FILE := .cache/e2e-side-by-side
+test-e2e: tools build sdk-ts $(BIN)/testlog
+	@mkdir -p $(dir $(E2E_REPORT))
+	$(BIN)/testlog run -report $(E2E_REPORT) $(if $(E2E_SIDE_BY_SIDE),-side-by-side $(E2E_SIDE_BY_SIDE)) -- $(GO) test -count=1 -tags e2e -timeout 60m -parallel $(E2E_PARALLEL) -json $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e/...
+
+# testlog reads the end-to-end suite's go test -json report (hack/testlog).
+$(BIN)/testlog: $(filter-out %_test.go,$(wildcard hack/testlog/*.go))
+	$(GO) build -o $(BIN)/testlog ./hack/testlog
 
 ## tools: build the local cluster's binaries into bin/ (skips what is current).
 tools:

@@ -32,6 +32,7 @@ import (
 // then the watch stream (gRPC) and GET of the owner's view (REST) both say
 // FAILED, with the container's own reason.
 func TestOwnerSeesAFailedPull(t *testing.T) {
+	t.Parallel()
 	const deadline = 15 * time.Second
 	e, node, a, next := newOwnerWatch(t, deadline)
 	client := e.grpcClient(a)
@@ -139,6 +140,7 @@ func untilOffered(next func() *edgeotav1.App, image string) *edgeotav1.App {
 // UPGRADING until then; once the taint goes, the replacement comes, runs, and
 // the app is UPGRADED.
 func TestOwnerSeesAMissingReplacement(t *testing.T) {
+	t.Parallel()
 	const deadline = 10 * time.Second
 	e, node, a, next := newOwnerWatch(t, deadline)
 	client := e.grpcClient(a)
@@ -289,6 +291,7 @@ func (w *restWatch) next(t *testing.T, d time.Duration) *edgeotav1.WatchUpgrades
 // owner what the agent learns once the link returns: the version offered
 // while it was cut off.
 func TestWatchOutlivesADeadZone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1)
 	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)

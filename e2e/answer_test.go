@@ -65,6 +65,9 @@ func (e *env) answerOn(ctx context.Context, pod *corev1.Pod) (answer string, byA
 // node's pod is answered on that pod, by the agent; with the agent's link to
 // the API server cut, a new challenge goes unanswered, and is answered once
 // the link is back.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestAgentAnswersChallenges(t *testing.T) {
 	for _, tc := range []struct{ identity, deploy string }{
 		{"node", "deploy"},

@@ -21,6 +21,7 @@ import (
 // lists its pods from its cache but refuses an upgrade with 503; once the
 // link is back, the upgrade goes through.
 func TestAgentCutOffFromAPIServer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 3)
 	e.startController(e.cluster.Kubeconfig)
 	a, proxy := e.agentBehindProxy(localcluster.NodeName(1), 3*time.Second)

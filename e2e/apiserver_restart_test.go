@@ -27,6 +27,8 @@ const apiServerDowntime = 0
 // renew its Lease for the renew deadline (10 s) exits by design, and the
 // controller's restart is TestRolloutSurvivesControllerKill's subject; this
 // test is about its informers and work queue riding out the outage.
+//
+// It runs alone (e2e/README.md): it restarts a component of its cluster.
 func TestRolloutSurvivesAPIServerRestart(t *testing.T) {
 	e := newEnv(t, faultNodes)
 	c := e.startKillableController("ota-controller", e.cluster.Kubeconfig)

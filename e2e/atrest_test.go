@@ -26,6 +26,9 @@ const syncCount = "edgeota_controller_sync_duration_seconds_count"
 // times and uses less than a tenth of a core (a controller that kept
 // deciding again on overdue offers spun at more than one core), and deletes
 // nothing.
+//
+// It runs alone (e2e/README.md): it measures the controller's own CPU, syncs
+// or threads.
 func TestOverdueOffersOutsideWindowRest(t *testing.T) {
 	const nodes = 3
 	const deadline = 5 * time.Second

@@ -18,6 +18,7 @@ const settle = 5 * time.Second
 // nodes only; cut-off nodes keep their pods until they are back, then are
 // upgraded too.
 func TestAutoWalkThrough(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 3)
 	node1, node2, node3 := localcluster.NodeName(1), localcluster.NodeName(2), localcluster.NodeName(3)
 	e.startController(e.cluster.Kubeconfig)

@@ -54,6 +54,7 @@ func brakeEnv(t *testing.T, nodes, budget int, minReadySeconds int32, annotation
 // the next version rolls on over the healthy nodes and passes the cut-off
 // ones by.
 func TestCutOffVersionHalts(t *testing.T) {
+	t.Parallel()
 	for _, minReady := range []int32{0, 5} {
 		t.Run(fmt.Sprintf("minReadySeconds=%d", minReady), func(t *testing.T) {
 			const nodes, budget = 6, 2
@@ -111,6 +112,7 @@ func TestCutOffVersionHalts(t *testing.T) {
 // is halted is replaced by one that, reading the caches and the rollout
 // status alone, still deletes nothing and says nothing new.
 func TestHaltSurvivesControllerRestart(t *testing.T) {
+	t.Parallel()
 	const nodes, budget = 6, 2
 	e := brakeEnv(t, nodes, budget, 0, nil)
 	first := e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-1", Verbosity: 2})
@@ -139,6 +141,7 @@ func TestHaltSurvivesControllerRestart(t *testing.T) {
 // leave more than max-unavailable nodes without an available pod: replacing
 // a pod that is down anyway frees no budget.
 func TestNeverReadyVersionsHoldTheBudget(t *testing.T) {
+	t.Parallel()
 	const nodes, budget = 8, 2
 	e := brakeEnv(t, nodes, budget, 0, nil)
 	e.startController(e.cluster.Kubeconfig, "-v=2")
@@ -166,6 +169,7 @@ func TestNeverReadyVersionsHoldTheBudget(t *testing.T) {
 // TestPauseHolds: edgeota.io/paused deletes nothing, and its removal lets
 // the rollout finish.
 func TestPauseHolds(t *testing.T) {
+	t.Parallel()
 	const nodes = 4
 	e := brakeEnv(t, nodes, 2, 0, map[string]string{rollout.PausedAnnotation: "true"})
 	e.startController(e.cluster.Kubeconfig, "-v=2")

@@ -96,6 +96,9 @@ func (e *env) installedObjects() (objects []map[string]any, ownedByHelm bool) {
 // install of charts/edgeota with default values, each on a fresh cluster,
 // install the same objects once Helm's ownership metadata is removed, and
 // with either the agent's token is scoped to its node by the API server.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestChartInstallsWhatDeployApplies(t *testing.T) {
 	node1, node2 := localcluster.NodeName(1), localcluster.NodeName(2)
 	type install struct {

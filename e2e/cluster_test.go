@@ -19,6 +19,7 @@ import (
 // TestClusterListensOnLoopbackOnly proves every component of the local
 // cluster listens on loopback and nowhere else.
 func TestClusterListensOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1)
 	listeners, err := e.cluster.Listeners()
 	if err != nil {
@@ -41,6 +42,7 @@ func TestClusterListensOnLoopbackOnly(t *testing.T) {
 // turns Unknown, its heartbeats stop, the node lifecycle controller taints it
 // unreachable; reconnected, it is Ready and heartbeating again.
 func TestCutOffNode(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2)
 	node := localcluster.NodeName(2)
 	if err := e.cluster.CutOff(e.ctx(), node); err != nil {

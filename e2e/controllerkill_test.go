@@ -13,6 +13,7 @@ import (
 // sample from before the image change to the end sees more than
 // max-unavailable nodes without an available pod.
 func TestRolloutSurvivesControllerKill(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, faultNodes)
 	first := e.startKillableController("ota-controller-1", e.cluster.Kubeconfig)
 	e.createSlowRollingDaemonSet()

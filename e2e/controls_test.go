@@ -31,6 +31,9 @@ const rolloutStatusPolicy = "edgeota-ota-controller-rollout-status-only"
 // controller running on its service account's token writes the rollout
 // status, and the same token is refused a template change, a label and any
 // other annotation, by the admission policy rather than by RBAC.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestControllerMayOnlyWriteRolloutStatus(t *testing.T) {
 	e := newEnv(t, 2)
 	if _, err := e.cluster.Kubectl(e.ctx(), "apply", "--server-side", "-k", filepath.Join(e.root, "deploy")); err != nil {
@@ -84,6 +87,7 @@ func TestControllerMayOnlyWriteRolloutStatus(t *testing.T) {
 // writing PodImageReady=False naming the revision, with no reason; the
 // controller runs the Job and reports the result.
 func TestPrePullRequestWithoutReason(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2)
 	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
@@ -124,6 +128,7 @@ func ownedBy(jobs []batchv1.Job, pod *corev1.Pod) bool {
 // others read NotOffered; labelling node 5 into the selector widens the
 // rollout to 5 nodes, so node 3 is offered too.
 func TestPartitionAndSelector(t *testing.T) {
+	t.Parallel()
 	const nodes = 6
 	e := newEnv(t, nodes)
 	for i := 1; i <= 4; i++ {

@@ -5,7 +5,12 @@
 // and bin/ota-controller as child processes, all started through package
 // harness. `make test-e2e` runs it (build tag
 // e2e); each scenario gets a cluster of its own, deleted when it ends, and
-// keeps its logs in .cache/e2e/<test>/. Its nodes heartbeat every 2-3 s
+// keeps its logs in .cache/e2e/<test>/. Most scenarios run side by side
+// (t.Parallel), E2E_PARALLEL at a time; those that must not share the
+// machine run alone, first, each saying why above it (README.md in this
+// directory: which, why, the parallelism, the logs and the JSON report).
+// TestMain (main_test.go) deletes the clusters a run that died left behind.
+// Its nodes heartbeat every 2-3 s
 // (nodeHeartbeat, env_test.go): the controller's proof of life waits one
 // heartbeat per rollout wave. leases_test.go's nodes heartbeat as kubelets
 // do instead (newKubeletEnv: node Leases every 10 s, status every 5 minutes).
@@ -105,7 +110,8 @@
 //     number of threads unless --max-procs says otherwise, and a
 //     GOMAXPROCS of the environment's wins over the flag.
 //
-// Helpers: env_test.go (a cluster per scenario, through the harness),
+// Helpers: main_test.go (leftover clusters), env_test.go (a cluster per
+// scenario, through the harness),
 // processes_test.go and controllerprocess_test.go (the binaries, through the
 // harness), daemonset_test.go,
 // slowrollout_test.go, deletionwatch_test.go, agentclient_test.go,

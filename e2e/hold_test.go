@@ -83,6 +83,7 @@ type restApp struct {
 // the rest rolls, and the owner's view shows each hold with the limit the
 // controller set; released, each node is upgraded in its turn.
 func TestHoldPassesTheNodeByUntilReleased(t *testing.T) {
+	t.Parallel()
 	const nodes = 3
 	e := brakeEnv(t, nodes, 1, 0, nil)
 	node1, node2 := localcluster.NodeName(1), localcluster.NodeName(2)
@@ -136,6 +137,7 @@ func TestHoldPassesTheNodeByUntilReleased(t *testing.T) {
 // its limit, and upgraded after it, with a HoldEnded event saying the hold
 // reached its limit.
 func TestHoldPastItsLimitIsUpgraded(t *testing.T) {
+	t.Parallel()
 	const nodes, maxHold = 2, 60 * time.Second
 	e := brakeEnv(t, nodes, 1, 0, map[string]string{rollout.MaxHoldAnnotation: fmt.Sprint(int(maxHold.Seconds()))})
 	node1 := localcluster.NodeName(1)
@@ -203,6 +205,9 @@ func (e *env) targetRevisionCreated() time.Time {
 // and reaches the pod once the link is back, and the rollout then passes the
 // node by; a queued hold that ends in the dead zone is dropped, its outcome
 // expired.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestHoldQueuedInADeadZone(t *testing.T) {
 	e := newEnv(t, 1)
 	node := localcluster.NodeName(1)

@@ -205,6 +205,9 @@ func (e *env) readyz(a agent) string {
 // imagepull, upgrade, the contract's answers for another node's pod and for a
 // pod gone, queued actions after a dead zone), while the same token is
 // refused everything beyond its node's pods by the API server itself.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestAgentActsAsItsNode(t *testing.T) {
 	const nextImage = "nginx:1.19.6"
 	e := newEnv(t, 2)
@@ -299,6 +302,9 @@ func TestAgentActsAsItsNode(t *testing.T) {
 // not impersonate; one started in a dead zone serves its stored view (gRPC
 // health SERVING) and settles when the API server answers; --identity=auto
 // with credentials that name no node falls back to them and warns.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestAgentIdentityIsCheckedAtStart(t *testing.T) {
 	e := newEnv(t, 2)
 	node1, node2 := localcluster.NodeName(1), localcluster.NodeName(2)

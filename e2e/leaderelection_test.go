@@ -41,6 +41,7 @@ const (
 // replicas counted do not exceed the old pods the rollout replaced, each
 // deleted once, no new pod deleted, and max-unavailable holds throughout.
 func TestLeaderElectionHandover(t *testing.T) {
+	t.Parallel()
 	testHandover(t, "killed", (*env).kill, handoverAllowance)
 }
 
@@ -49,6 +50,7 @@ func TestLeaderElectionHandover(t *testing.T) {
 // Lease up: the standby takes it at its next retry, well within the lease
 // duration it would otherwise wait, and finishes the rollout as above.
 func TestLeaderElectionHandoverOnStop(t *testing.T) {
+	t.Parallel()
 	testHandover(t, "stopped", (*env).stop, releasedHandoverAllowance)
 }
 

@@ -29,6 +29,9 @@ const kubeletLeaseSeconds = 40
 // Lease, so the node lifecycle controller reports it Ready=Unknown, taints it
 // unreachable and marks its pod not Ready, while the other node renews on;
 // reconnected, it renews its Lease again, is Ready, and its pod Ready again.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestCutOffNodeWithLeases(t *testing.T) {
 	e := newKubeletEnv(t, 2)
 	e.createDaemonSet(nil)
@@ -83,6 +86,9 @@ func TestCutOffNodeWithLeases(t *testing.T) {
 // rollout, so a controller waiting for one would not finish. No sample sees
 // more than 2 nodes without an available pod, and the rollout status and
 // events report completion.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
 	e := rollOutOnLeases(t, "-v=4")
 	if log := processLog(t, e, harness.ControllerBinary); !strings.Contains(log, `"Following the node's Lease"`) || strings.Contains(log, leaseWatchEvery) {
@@ -93,6 +99,9 @@ func TestAdvancedRollingUpdateOnLeases(t *testing.T) {
 // TestAdvancedRollingUpdateWatchingEveryLease: the same rollout under
 // --lease-watch=every-lease completes alike, its proofs from the one
 // watch of every Lease and from no watch by name.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestAdvancedRollingUpdateWatchingEveryLease(t *testing.T) {
 	e := rollOutOnLeases(t, "-v=4", "--lease-watch=every-lease")
 	if log := processLog(t, e, harness.ControllerBinary); strings.Contains(log, `"Following the node's Lease"`) || !strings.Contains(log, leaseWatchEvery) {

@@ -32,6 +32,9 @@ import (
 // not follow; a node stopped is reported no more. It logs how long after the
 // plain watch's event the Watcher's report came (p50, max): informative
 // only, speed is measured elsewhere.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestLeaseWatcherReportsEveryRenewal(t *testing.T) {
 	testLeaseWatcher(t, false)
 }
@@ -40,6 +43,9 @@ func TestLeaseWatcherReportsEveryRenewal(t *testing.T) {
 // followed by one watch of every Lease (WideAt 2, the fleet counted by
 // ListAll as the controller does at start), which must report exactly what
 // the watches by name do.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestWideLeaseWatchReportsEveryRenewal(t *testing.T) {
 	testLeaseWatcher(t, true)
 }

@@ -15,6 +15,9 @@ import (
 // --max-procs says otherwise, as the runtime's own metric
 // (go_sched_gomaxprocs_threads) shows; with GOMAXPROCS in its environment
 // it keeps that, whatever the flag.
+//
+// It runs alone (e2e/README.md): it measures the controller's own CPU, syncs
+// or threads.
 func TestControllerRunsGoCodeOnTheThreadsItIsGiven(t *testing.T) {
 	e := newEnv(t, 0)
 	for _, tc := range []struct {

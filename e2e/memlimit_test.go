@@ -21,6 +21,9 @@ import (
 // own metric (go_gc_gomemlimit_bytes) shows; started in the same cgroup
 // with --memory-limit-ratio=0 it keeps none, and with GOMEMLIMIT in its
 // environment it keeps that one.
+//
+// It runs alone (e2e/README.md): it measures the controller's own CPU, syncs
+// or threads.
 func TestControllerTakesItsSoftMemoryLimitFromItsContainer(t *testing.T) {
 	e := newEnv(t, 0)
 	const limit = 256 << 20

@@ -62,6 +62,7 @@ func (e *env) nodesWithoutPod(ctx context.Context, nodes []string) ([]string, er
 // it waits for the deadline: its successor finds the same nodes in flight
 // in the cluster and the same deadline.
 func TestUnschedulableVersionHalts(t *testing.T) {
+	t.Parallel()
 	for _, killed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("controller killed while waiting=%v", killed), func(t *testing.T) {
 			const nodes, budget = 8, 2
@@ -121,6 +122,7 @@ func TestUnschedulableVersionHalts(t *testing.T) {
 // five minutes later nor after a controller restart: the record of the
 // deletion is in the cluster, not in the controller's memory.
 func TestMissingTolerationHaltsAtTheBudget(t *testing.T) {
+	t.Parallel()
 	const nodes, budget = 10, 1
 	group := allNodes(4) // edge-node-1..4: the first in name order
 	e := newEnv(t, nodes)

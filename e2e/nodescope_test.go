@@ -32,6 +32,9 @@ const nodeScopePolicy = "edgeota-ota-server-node-scope"
 // upgrade and imagepull answer 403 with the API server's reason, naming the
 // ValidatingAdmissionPolicy, and the pod is untouched. The same binary with
 // the same token on its true node upgrades that node's pod.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestAgentNodeScopeEnforcedByAPIServer(t *testing.T) {
 	e := newEnv(t, 2)
 	node1, node2 := localcluster.NodeName(1), localcluster.NodeName(2)

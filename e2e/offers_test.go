@@ -32,6 +32,7 @@ import (
 // writes both back from its record, and upgrades every node at its upgrade
 // deadline counted from the first offer, never before.
 func TestForgedOrDeletedOfferKeepsItsDeadline(t *testing.T) {
+	t.Parallel()
 	const nodes = 3
 	const deadline = 40 * time.Second
 	e := newEnv(t, nodes)
@@ -105,6 +106,7 @@ func TestForgedOrDeletedOfferKeepsItsDeadline(t *testing.T) {
 // among its offers, and never carries it out, though it carries out node
 // 1's offer at its deadline.
 func TestUnwrittenOfferIsNoOffer(t *testing.T) {
+	t.Parallel()
 	const nodes = 3
 	const deadline = 10 * time.Second
 	e := newEnv(t, nodes)
@@ -172,6 +174,7 @@ const ownerFinalizer = "edgeota.test/terminating"
 // runs, no other node is offered the revision: the owner's upgrade in
 // flight is the partition's one node.
 func TestOwnerUpgradeUsesThePartition(t *testing.T) {
+	t.Parallel()
 	const nodes = 3
 	e := newEnv(t, nodes)
 	node1, node2, node3 := localcluster.NodeName(1), localcluster.NodeName(2), localcluster.NodeName(3)

@@ -172,6 +172,7 @@ func podsNamed(list *corev1.PodList) []string {
 // disappears; a queued upgrade whose target moved meanwhile is not run and
 // says why.
 func TestAgentThroughADeadZone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1)
 	node := localcluster.NodeName(1)
 	e.startController(e.cluster.Kubeconfig)
@@ -298,6 +299,7 @@ func TestAgentThroughADeadZone(t *testing.T) {
 // TestCorruptStateFileDoesNotStopTheAgent: garbage in both state files is
 // logged and ignored; the agent starts and serves from the API server.
 func TestCorruptStateFileDoesNotStopTheAgent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1)
 	node := localcluster.NodeName(1)
 	stateDir := filepath.Join(e.logDir, "state-corrupt")

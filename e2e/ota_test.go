@@ -22,6 +22,7 @@ import (
 // upgrades its own pod through the node agent, over REST (node 2) and gRPC
 // (node 3), while the other nodes keep the old version.
 func TestOTAWalkThrough(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 3)
 	node1, node2, node3 := localcluster.NodeName(1), localcluster.NodeName(2), localcluster.NodeName(3)
 	admin := e.cluster.Kubeconfig

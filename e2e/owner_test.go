@@ -41,6 +41,7 @@ func newOwnerEnv(t *testing.T) (*env, agent) {
 // replacement of its pod; and on a version that crash-loops it fails naming
 // CrashLoopBackOff while ListUpgrades says FAILED.
 func TestOwnerView(t *testing.T) {
+	t.Parallel()
 	e, a := newOwnerEnv(t)
 	node := a.node
 	client := e.grpcClient(a)
@@ -166,6 +167,7 @@ func (e *env) otactl(a agent, args ...string) (string, int) {
 // from proto/ (sdk/ts, installed by `make sdk-ts`), run by Node.js: it lists
 // the apps, watches until the new version is offered, and upgrades.
 func TestTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	e, a := newOwnerEnv(t)
 	app := e.ns + "/" + dsName
 

@@ -30,6 +30,7 @@ const pluginBinary = "kubectl-edgeota"
 // follows it to completion (exit 0), and a crash-looping version to its halt
 // (exit 1, naming the failed node).
 func TestKubectlPlugin(t *testing.T) {
+	t.Parallel()
 	const nodes, budget = 4, 1
 	e := brakeEnv(t, nodes, budget, 0, nil)
 	if err := e.h.Tools.Check(pluginBinary, "kubectl"); err != nil {

@@ -92,6 +92,9 @@ func preDownloadEnvWith(t *testing.T, nodes int, delay time.Duration, annotation
 // started its containers, in the same watch as the deletion), no new pod
 // waits for a pull, and while each node is in flight, its new pod baking
 // (minReadySeconds), the next node's Job is pulling.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestPreDownloadPullsNextWaveWhileOneBakes(t *testing.T) {
 	const nodes = 4
 	e := preDownloadEnvWith(t, nodes, slowPullDelay, map[string]string{strategyAnnotation: "AdvancedRollingUpdate",
@@ -147,6 +150,9 @@ func TestPreDownloadPullsNextWaveWhileOneBakes(t *testing.T) {
 // every node pulls the target (PodImageReady=True, the rollout status's
 // pulls done) and no pod is deleted; once the window opens the rollout runs
 // on images already there.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestPreDownloadBeforeWindowOpens(t *testing.T) {
 	const nodes = 3
 	e := preDownloadEnv(t, nodes, pullDelay, map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "1",
@@ -178,6 +184,9 @@ func TestPreDownloadBeforeWindowOpens(t *testing.T) {
 // PULLED in the owner's view (ListUpgrades through the node's ota-server)
 // while the old pod still runs; the owner's upgrade then starts its new pod
 // without a pull.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestPreDownloadShowsPulledToOwner(t *testing.T) {
 	const nodes = 2
 	e := preDownloadEnv(t, nodes, pullDelay, map[string]string{strategyAnnotation: "OTA"})
@@ -222,6 +231,9 @@ func TestPreDownloadShowsPulledToOwner(t *testing.T) {
 // sample), a Warning RolloutHalted naming the failed nodes and the image, and
 // a Warning PrePullFailed per failed node naming it and the image. The
 // failed pulls' Jobs go.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestPreDownloadMissingTagHalts(t *testing.T) {
 	const nodes, budget = 4, 2
 	missing := localcluster.MissingImages[0]
@@ -287,6 +299,9 @@ func TestPreDownloadMissingTagHalts(t *testing.T) {
 // TestPreDownloadWaitsForNotReadyNode: a node cut off (NotReady) when the
 // rollout starts gets no pre-download Job while the others roll; once it
 // returns it gets one, and its old pod is deleted only after that pull.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestPreDownloadWaitsForNotReadyNode(t *testing.T) {
 	const nodes = 3
 	cut := localcluster.NodeName(nodes)
@@ -333,6 +348,9 @@ func TestPreDownloadWaitsForNotReadyNode(t *testing.T) {
 // TestPreDownloadParallelism: with edgeota.io/pre-download-parallelism 2,
 // a watch of the controller's Jobs over the whole rollout of 6 nodes never
 // sees more than 2 at once, sees 2, and sees one Job per node.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestPreDownloadParallelism(t *testing.T) {
 	const nodes, parallelism = 6, 2
 	e := preDownloadEnv(t, nodes, pullDelay, map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "1",

@@ -133,6 +133,9 @@ func (w *waveLog) gaps(t *testing.T) map[string]time.Duration {
 // ContainersReady transition to the next old pod's deletion: faster than
 // any Lease could, renewed every 10 s, and the rollout status counts every
 // node proven by its agent's answer.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestAnswersAdmitEachWave(t *testing.T) {
 	const nodes = 4
 	e := newKubeletEnv(t, nodes)
@@ -222,6 +225,9 @@ func podReady(p *corev1.Pod) bool {
 // with agents on every node: each cut-off node's new pod carries the
 // controller's challenge and no answer, its Lease stops, and the node fails
 // when the node lifecycle controller reports it NotReady.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestCutOffVersionHaltsUnanswered(t *testing.T) {
 	const nodes, budget = 4, 2
 	e := newKubeletEnv(t, nodes)
@@ -277,6 +283,9 @@ const skewedAhead = time.Hour
 // an echo of the challenge the controller wrote after it judged the pod
 // settled, whatever either clock says. The other node, without an agent,
 // then rolls on its Lease.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestSkewedNodeClockGivesNoEarlyProof(t *testing.T) {
 	const nodes = 2
 	skewed, other := localcluster.NodeName(1), localcluster.NodeName(2)
@@ -355,6 +364,9 @@ func TestSkewedNodeClockGivesNoEarlyProof(t *testing.T) {
 // TestNodeWithoutAgentRollsOnItsLease: in a fleet where one node runs no
 // agent, the rollout goes on: that node's challenge stays unanswered and
 // its Lease proves it, the others are proven by their agents' answers.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestNodeWithoutAgentRollsOnItsLease(t *testing.T) {
 	const nodes = 3
 	without := localcluster.NodeName(2)
@@ -385,6 +397,9 @@ func TestNodeWithoutAgentRollsOnItsLease(t *testing.T) {
 // follows no node's Lease. Followed one by one instead, a fresh controller
 // on a settled fleet of 500 nodes with four DaemonSets opened 500 watches
 // and wrote 2,000 challenges at start.
+//
+// It runs alone (e2e/README.md): its nodes heartbeat as kubelets, and Lease
+// timing is what it proves.
 func TestFreshControllerOnSettledFleetFollowsNoLease(t *testing.T) {
 	const nodes = 4
 	e := newKubeletEnv(t, nodes)

@@ -47,6 +47,9 @@ const (
 // there, so that a DaemonSet pod of it starts at once on that node and
 // waits for its pull on another; a crash-looping image still crash-loops,
 // once pulled.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestImagePullsAreModelled(t *testing.T) {
 	e := newEnvWith(t, harness.ClusterOptions{Nodes: 2, NodeHeartbeat: nodeHeartbeat,
 		ImagePulls: &localcluster.ImagePulls{Delay: pullDelay, BackOff: pullBackOff}})

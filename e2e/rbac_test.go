@@ -49,6 +49,9 @@ func (a access) String() string {
 // the roles do not grant: the agent's service account may impersonate its
 // node and nothing else, so its token touches no pod without acting as the
 // node (see TestAgentActsAsItsNode for what the node may do).
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestDeployRBAC(t *testing.T) {
 	e := newEnv(t, 3)
 	node1, node2 := localcluster.NodeName(1), localcluster.NodeName(2)

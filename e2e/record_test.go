@@ -30,6 +30,7 @@ const recordLabel = "edgeota.io/rollout-record"
 // all again as they were, the failure in them, says so with a Warning
 // RolloutRecordRewritten on the DaemonSet, and still counts the failure.
 func TestDeletedRecordRewritten(t *testing.T) {
+	t.Parallel()
 	e, ds, was, failed := recordedFailure(t)
 	for _, cm := range was {
 		t.Logf("deleting rollout record %s: %v", cm.Name, cm.Data)
@@ -46,6 +47,7 @@ func TestDeletedRecordRewritten(t *testing.T) {
 // record ConfigMap, not its data: the edit shows as another digest, and the
 // ConfigMap is written again whole, as it was, the stranger's key gone.
 func TestChangedRecordRewritten(t *testing.T) {
+	t.Parallel()
 	e, ds, was, failed := recordedFailure(t)
 	i := slices.IndexFunc(was, func(cm corev1.ConfigMap) bool { _, ok := cm.Data[failed]; return ok })
 	edit, _ := json.Marshal(map[string]any{"data": map[string]any{failed: nil, "intruder": "{}"}})

@@ -19,6 +19,7 @@ import (
 // max-unavailable 30% on 10 nodes never leaves more than 3 nodes without an
 // available pod, judged on every pod event and every 100 ms, and completes.
 func TestAdvancedRollingUpdateBudget(t *testing.T) {
+	t.Parallel()
 	const nodes, budget = 10, 3
 	e := newEnv(t, nodes)
 	e.startController(e.cluster.Kubeconfig)

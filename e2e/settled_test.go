@@ -27,6 +27,7 @@ import (
 // and unavailable, it holds the budget (the next node waits for it instead
 // of being taken), and the rollout completes once its pod is back up.
 func TestSettledNodePowerCycleIsNoFailure(t *testing.T) {
+	t.Parallel()
 	const nodes = 3
 	const deadline = 20 * time.Second
 	e := newEnv(t, nodes)

@@ -29,6 +29,9 @@ const probePrefix = "edgeota-startup-check-"
 // what to do, and so does one whose --leader-elect-namespace does not exist;
 // once the namespace is created as the message says, it starts and leads.
 // Its probes of the namespaces that exist persist nothing.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestStartupExitsWhenNamespaceMissing(t *testing.T) {
 	const absent = "edgeota-absent"
 	e := newEnv(t, 0)
@@ -55,6 +58,9 @@ func TestStartupExitsWhenNamespaceMissing(t *testing.T) {
 // each the namespace, the resource and the verb refused, and the commands
 // that grant them; those commands recreate deploy/'s Roles as they were,
 // and the controller then starts and leads.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestStartupExitsWhenForbidden(t *testing.T) {
 	e := newEnv(t, 0)
 	e.applyDeploy("deploy")

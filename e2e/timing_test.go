@@ -30,6 +30,7 @@ func utcWindow(start time.Time, d time.Duration) string {
 // image changes: nothing is deleted before it opens (the controller waits
 // for the opening, it does not poll), and the rollout runs once it does.
 func TestWindowOpensThenRolls(t *testing.T) {
+	t.Parallel()
 	const nodes = 4
 	opens := time.Now().Add(90 * time.Second).Truncate(time.Minute)
 	e := brakeEnv(t, nodes, 2, 0, map[string]string{rollout.MaintenanceWindowAnnotation: utcWindow(opens, 30*time.Minute)})
@@ -72,6 +73,7 @@ func (e *env) firstDeletion() time.Time {
 // the window open for one group only: only that group is upgraded, and the
 // other waits for its window.
 func TestWindowsInNodeTimeZones(t *testing.T) {
+	t.Parallel()
 	const nodes = 6
 	// Open now in UTC, for two hours: closed 14 hours ahead, in Kiribati.
 	e := brakeEnv(t, nodes, 10, 0, map[string]string{rollout.MaintenanceWindowAnnotation: utcWindow(time.Now().Add(-time.Hour), 2*time.Hour)})
@@ -119,6 +121,7 @@ func (e *env) annotateNode(node, key, value string) {
 // offer shows the deadline before it falls, and so does the owner's view
 // (ListUpgrades) of a node's agent.
 func TestOTADeadlineCarriedOut(t *testing.T) {
+	t.Parallel()
 	const nodes, budget = 4, 1
 	e := newEnv(t, nodes)
 	e.createDaemonSet(map[string]string{strategyAnnotation: "OTA", maxUnavailableAnnotation: fmt.Sprint(budget),
@@ -168,6 +171,7 @@ func TestOTADeadlineCarriedOut(t *testing.T) {
 // rollout waiting for its window and one held by an owner, with when each
 // ends; it exits 0 printed once, and 3 when --watch times out.
 func TestKubectlPluginHeldAndWaiting(t *testing.T) {
+	t.Parallel()
 	const nodes = 3
 	e := brakeEnv(t, nodes, 3, 0, map[string]string{rollout.MaintenanceWindowAnnotation: utcWindow(time.Now().Add(3*time.Hour), time.Hour)})
 	if err := e.h.Tools.Check(pluginBinary, "kubectl"); err != nil {

@@ -17,6 +17,8 @@ import (
 // crash, or as a new leader) has no memory of the deletions, yet must count
 // those nodes as down and delete nothing more until they are back; once the
 // scheduler returns, the rollout completes within max-unavailable.
+//
+// It runs alone (e2e/README.md): it restarts a component of its cluster.
 func TestRestartedControllerHoldsBudgetForUnboundPods(t *testing.T) {
 	e := newEnv(t, faultNodes)
 	first := e.startKillableController("ota-controller-1", e.cluster.Kubeconfig)

@@ -32,6 +32,7 @@ const thirdImage = "nginx:1.19.6"
 // offer (each with `kubectl rollout undo`): offered afresh, it is carried
 // out 60 s after it came back, not at once.
 func TestRedoneOfferGetsAFreshDeadline(t *testing.T) {
+	t.Parallel()
 	const nodes = 2
 	const deadline = 60 * time.Second
 	e := newEnv(t, nodes)
@@ -91,6 +92,7 @@ func TestRedoneOfferGetsAFreshDeadline(t *testing.T) {
 // undo (its limit counts 60 s from it, not from revision 2's creation), and
 // is once its limit passed, with a HoldEnded event.
 func TestUndoGetsAFreshHoldLimit(t *testing.T) {
+	t.Parallel()
 	const nodes = 2
 	const maxHold = 60 * time.Second
 	e := newEnv(t, nodes)

@@ -145,6 +145,9 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 
 // start creates the cluster and waits until every component serves.
 func (c *Cluster) start(ctx context.Context) error {
+	if err := c.writeOwner(); err != nil {
+		return err
+	}
 	if err := c.create(ctx); err != nil {
 		return err
 	}
@@ -185,12 +188,12 @@ func newCluster(opts Options) *Cluster {
 }
 
 func (c *Cluster) create(ctx context.Context) error {
-	config := c.configPath()
-	if err := writeConfig(config, c.heartbeat, c.imagePulls != nil); err != nil {
+	ports, err := proc.FreePorts(6)
+	if err != nil {
 		return err
 	}
-	ports, err := proc.FreePorts(5)
-	if err != nil {
+	config := c.configPath()
+	if err := writeConfig(config, c.heartbeat, c.imagePulls != nil, ports[5]); err != nil {
 		return err
 	}
 	t := c.Tools
@@ -202,9 +205,9 @@ func (c *Cluster) create(ctx context.Context) error {
 		"--kube-controller-manager-binary", t.Path("kube-controller-manager"),
 		"--kube-scheduler-binary", t.Path("kube-scheduler"),
 		"--kwok-controller-binary", t.Path("kwok"),
-		// Ports from the kernel's ephemeral range rather than kwokctl's
-		// fixed scan from 32765 down, which clusters created side by side race
-		// for.
+		// Ports of FreePorts's rather than kwokctl's fixed scan from 32767
+		// down, which clusters created side by side race for (and etcd's
+		// peer port in the configuration).
 		"--etcd-port", ports[0],
 		"--kube-apiserver-port", ports[1],
 		"--kube-controller-manager-port", ports[2],
@@ -254,16 +257,20 @@ func (c *Cluster) connect() error {
 }
 
 // Delete stops the image pull simulator, if it runs, and every process of
-// the cluster, and removes its files, the kubeconfig included.
+// the cluster, and removes its files, the kubeconfig and owner file
+// included.
 func (c *Cluster) Delete(ctx context.Context) error {
 	if c.pulls != nil {
 		c.pulls.stop()
 		c.pulls = nil
 	}
-	if err := c.kwokctl(ctx, "delete", "cluster"); err != nil {
-		return fmt.Errorf("deleting local cluster %q: %w", c.Name, err)
+	if _, err := os.Stat(c.WorkDir()); err == nil {
+		if err := c.kwokctl(ctx, "delete", "cluster"); err != nil {
+			return fmt.Errorf("deleting local cluster %q: %w", c.Name, err)
+		}
 	}
-	for _, file := range []string{c.Kubeconfig, c.configPath()} {
+	live.remove(c)
+	for _, file := range []string{c.Kubeconfig, c.configPath(), c.ownerPath()} {
 		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing the files of local cluster %q: %w", c.Name, err)
 		}

@@ -27,14 +27,17 @@ const heartbeatStage = "kind: Stage\nmetadata:\n  name: node-heartbeat\n"
 var delayLines = regexp.MustCompile(`(?m)^    durationMilliseconds: \d+\n    jitterDurationMilliseconds: \d+\n`)
 
 // kwokctlConfigFile is the embedded KwokctlConfiguration, which writeConfig
-// completes with kwok-controller's flags for the heartbeat.
+// completes with etcd's peer port (its options are the file's last lines)
+// and kwok-controller's flags for the heartbeat.
 const kwokctlConfigFile = "stages/kwok.yaml"
 
 // writeConfig writes the kwokctl configuration and all stages into one
 // multi-document YAML file at path, with the node-heartbeat stage's delay
-// for heartbeat, and the stages that start a pod gated on its pull when
-// pulls says image pulls are modelled (withPullGate).
-func writeConfig(path string, heartbeat Heartbeat, pulls bool) error {
+// for heartbeat, the stages that start a pod gated on its pull when pulls
+// says image pulls are modelled (withPullGate), and etcd's peer port: the
+// one port kwokctl would otherwise choose itself, by a scan from 32767 down
+// that clusters created side by side race for.
+func writeConfig(path string, heartbeat Heartbeat, pulls bool, etcdPeerPort string) error {
 	names, err := fs.Glob(stageFiles, "stages/*.yaml")
 	if err != nil {
 		return fmt.Errorf("listing the embedded stages: %w", err)
@@ -48,6 +51,7 @@ func writeConfig(path string, heartbeat Heartbeat, pulls bool) error {
 		buf.WriteString("---\n")
 		buf.Write(data)
 		if name == kwokctlConfigFile {
+			fmt.Fprintf(&buf, "  etcdPeerPort: %s\n", etcdPeerPort)
 			buf.WriteString(heartbeat.componentsPatch())
 		}
 	}

@@ -20,7 +20,14 @@ import (
 // stages, so the written file must carry the pod stages as well as the node
 // ones, and keep every component on loopback.
 func TestConfigHoldsEveryStage(t *testing.T) {
-	config := string(readConfig(t, Heartbeat{}))
+	raw := readConfig(t, Heartbeat{})
+	config := string(raw)
+	// etcd's peer port, written into the options (not a document of its
+	// own, nor a key kwokctl would ignore).
+	options, _, _ := unstructured.NestedMap(configDocs(t, raw)["KwokctlConfiguration/"], "options")
+	if got := options["etcdPeerPort"]; got != float64(23456) {
+		t.Errorf("options.etcdPeerPort: got %v, want 23456", got)
+	}
 	for _, want := range []string{
 		"kind: KwokctlConfiguration", "bindAddress: 127.0.0.1",
 		"kind: KwokConfiguration", "nodeLeaseParallelism: 16",
@@ -76,7 +83,7 @@ func readConfig(t *testing.T, heartbeat Heartbeat) []byte {
 func readConfigWith(t *testing.T, heartbeat Heartbeat, pulls bool) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kwok.yaml")
-	if err := writeConfig(path, heartbeat, pulls); err != nil {
+	if err := writeConfig(path, heartbeat, pulls, "23456"); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)

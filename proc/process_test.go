@@ -3,6 +3,7 @@ package proc
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -96,17 +97,29 @@ func TestStopAfterExitDoesNothing(t *testing.T) {
 	}
 }
 
+// TestFreePortsAreDistinct: ports are never handed out twice by one
+// process, even across calls, and come from below the kernel's ephemeral
+// range, where outgoing connections never take them.
 func TestFreePortsAreDistinct(t *testing.T) {
-	ports, err := FreePorts(5)
-	if err != nil {
-		t.Fatal(err)
-	}
+	low, high := portRange()
 	seen := map[string]bool{}
-	for _, p := range ports {
-		if seen[p] {
-			t.Fatalf("got %v, want 5 distinct ports", ports)
+	for range 20 {
+		ports, err := FreePorts(5)
+		if err != nil {
+			t.Fatal(err)
 		}
-		seen[p] = true
+		for _, p := range ports {
+			if seen[p] {
+				t.Fatalf("got port %s twice, want every port once", p)
+			}
+			seen[p] = true
+			if n, _ := strconv.Atoi(p); n < low || n >= high {
+				t.Errorf("got port %s, want one in [%d, %d)", p, low, high)
+			}
+		}
+	}
+	if high > 32768 {
+		t.Errorf("the ports' range ends at %d, want it below kwokctl's own scan from 32767", high)
 	}
 }
 
