@@ -27,6 +27,7 @@ func (f *fixture) writes() []k8stesting.Action {
 }
 
 func TestUpgradeDeletesWithUIDAndResourceVersionPreconditions(t *testing.T) {
+	t.Parallel()
 	pod := dsPod("p")
 	f := newFixture(t, fixtureOptions{}, pod)
 	if _, err := f.rpc.Upgrade(context.Background(), &edgeotav1.UpgradeRequest{Namespace: "default", Name: "p"}); err != nil {

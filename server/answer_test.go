@@ -337,6 +337,7 @@ func TestPendingAnswerDroppedWithThePod(t *testing.T) {
 // (not even an attempt) until its live cache has synced; then it answers the
 // challenge the API server shows, not the stored one.
 func TestNoAnswerFromTheStoredView(t *testing.T) {
+	t.Parallel()
 	dir := openStateDir(t)
 	stale := newChallenge(t, "p")
 	l := &link{}

@@ -441,6 +441,7 @@ func TestQueuedHoldIsWrittenOnReconnection(t *testing.T) {
 // whether the queue saw it end while cut off or the API server's clock,
 // read on reconnection, says it has (the node's clock lagging behind).
 func TestQueuedHoldDeliveredExpiredIsDropped(t *testing.T) {
+	t.Parallel()
 	t.Run("ended while cut off", func(t *testing.T) {
 		f, l := offlineFixture(t, fixtureOptions{}, dsPod("p"))
 		if resp := f.do(http.MethodPost, holdPath+"?duration=1s&queue_if_offline=true", ""); resp.status != http.StatusAccepted {
@@ -479,6 +480,7 @@ func TestQueuedHoldDeliveredExpiredIsDropped(t *testing.T) {
 // queued, the later replacing the earlier; the release removes the hold the
 // pod carried; each can be cancelled by its own name only.
 func TestQueuedReleaseReplacesTheQueuedHold(t *testing.T) {
+	t.Parallel()
 	f, l := offlineFixture(t, fixtureOptions{}, dsPod("p", withHold(time.Now().Add(time.Hour), "parked")))
 	if resp := f.do(http.MethodPost, queuedHoldPath, ""); resp.status != http.StatusAccepted {
 		t.Fatalf("hold: got %d %q, want 202", resp.status, resp.body)
@@ -525,6 +527,7 @@ func TestCancelQueuedHold(t *testing.T) {
 // DaemonSet pod of the last known view, written on every one on
 // reconnection.
 func TestQueuedHoldOfEveryApp(t *testing.T) {
+	t.Parallel()
 	f, l := offlineFixture(t, fixtureOptions{}, dsPod("p"), dsPod("q"), dsPod("bare", ownedBy("ReplicaSet")), dsPod("going", deleting()))
 	resp, err := f.rpc.Hold(context.Background(), &edgeotav1.HoldRequest{Duration: "3d", Reason: "on a ferry", QueueIfOffline: true})
 	if err != nil || !resp.GetQueued() || strings.Join(resp.GetPods(), " ") != "default/p default/q" ||
@@ -653,6 +656,7 @@ func TestOwnerViewShowsHoldLimitAndDeadline(t *testing.T) {
 // released and when a hold ends by the clock; a queued hold is listed with
 // the app and leaves its phase alone.
 func TestWatchSendsHoldChanges(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOptions{stateDir: openStateDir(t)}, dsPod("p", channelOffer(testHash, time.Now().Add(time.Hour), time.Now().Add(2*time.Hour))))
 	stream := f.watchStream(t.Context())
 	if snap := next(t, stream); snap.GetApps()[0].GetHold() != nil || snap.GetApps()[0].GetHoldLimit() == nil || snap.GetApps()[0].GetUpgradeDeadline() == nil {

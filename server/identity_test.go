@@ -19,6 +19,7 @@ import (
 // /readyz and /metrics; once settled, it acts as that identity and the
 // queued upgrade runs.
 func TestAgentServesBeforeItsIdentityIsSettled(t *testing.T) {
+	t.Parallel()
 	dir := openStateDir(t)
 	first := newFixture(t, fixtureOptions{stateDir: dir}, dsPod("p"))
 	if err := first.stop(); err != nil {

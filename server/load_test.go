@@ -28,6 +28,7 @@ const (
 // pods, and wants every one answered completely. It proves correctness
 // under load; make bench measures speed.
 func TestLoadListPodsFrom256Clients(t *testing.T) {
+	t.Parallel()
 	objs := make([]runtime.Object, 0, loadPods)
 	for i := range loadPods {
 		objs = append(objs, dsPod(fmt.Sprintf("pod-%03d", i)))

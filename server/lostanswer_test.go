@@ -72,6 +72,7 @@ func TestLostAnswerIsResolved(t *testing.T) {
 // (nothing is known yet), is on the disk as sent, and is reported done, not
 // refused, once the pod is found gone, by this agent or the next one.
 func TestQueuedUpgradeWhoseDeleteAnswerWasLost(t *testing.T) {
+	t.Parallel()
 	for _, restart := range []bool{false, true} {
 		name := "same agent"
 		if restart {
@@ -118,6 +119,7 @@ func TestQueuedUpgradeWhoseDeleteAnswerWasLost(t *testing.T) {
 // TestQueuedPullWhoseAnswerWasLost: a queued pre-pull whose status patch
 // happened with its answer lost is done, as the pod then records it.
 func TestQueuedPullWhoseAnswerWasLost(t *testing.T) {
+	t.Parallel()
 	f, l := offlineFixture(t, fixtureOptions{}, dsPod("p"))
 	if resp := f.do(http.MethodPost, queuedImagePullPath, ""); resp.status != http.StatusAccepted {
 		t.Fatalf("got %d %q, want 202", resp.status, resp.body)

@@ -84,6 +84,7 @@ var podsResource = schema.GroupResource{Resource: "pods"}
 // TestOutcomes drives every row of the contract's outcome table through a real
 // listener, over REST and over gRPC, in the order the checks run.
 func TestOutcomes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		calls     []call

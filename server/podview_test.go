@@ -210,6 +210,7 @@ func TestStoredPodKeepsWhatListPodsShows(t *testing.T) {
 // in a number of writes bounded by the burst's length over the write
 // interval, not one per event; the last state is on disk.
 func TestBurstOfPodChangesCostsFewWrites(t *testing.T) {
+	t.Parallel()
 	dir := openStateDir(t)
 	watcher := watch.NewFakeWithChanSize(200, false)
 	f := newFixture(t, fixtureOptions{stateDir: dir, watcher: watcher}, dsPod("p"))

@@ -162,6 +162,7 @@ func (f *fixture) outcome(action string) *edgeotav1.ActionOutcome {
 // carried out (a delete with the preconditions of the live pod) once the link
 // is back; its outcome is kept.
 func TestQueuedUpgradeRunsOnReconnection(t *testing.T) {
+	t.Parallel()
 	f, l := offlineFixture(t, fixtureOptions{}, dsPod("p"))
 
 	resp := f.do(http.MethodPost, queuedUpgradePath, "")
@@ -304,6 +305,7 @@ func TestLaterRequestReplacesTheEarlier(t *testing.T) {
 // TestQueuedActionExpires: past the TTL an action is dropped with an
 // expired outcome, and never runs.
 func TestQueuedActionExpires(t *testing.T) {
+	t.Parallel()
 	f, l := offlineFixture(t, fixtureOptions{queuedActionTTL: 50 * time.Millisecond}, dsPod("p"))
 	if resp := f.do(http.MethodPost, queuedUpgradePath, ""); resp.status != http.StatusAccepted {
 		t.Fatalf("got %d %q, want 202", resp.status, resp.body)
@@ -355,6 +357,7 @@ func (f *fixture) deletePod(name string) {
 // TestQueuedUpgradeIsRefused covers each reason a queued upgrade is not run
 // when the link is back, and that it says why.
 func TestQueuedUpgradeIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		change func(*fixture, *link)
@@ -436,6 +439,7 @@ func TestQueuedActionCallerMustStillBeAllowed(t *testing.T) {
 // TestQueuedPullRunsBeforeTheUpgrade: the pull is requested first; the
 // upgrade waits while the pull is pending and runs once it succeeded.
 func TestQueuedPullRunsBeforeTheUpgrade(t *testing.T) {
+	t.Parallel()
 	f, l := offlineFixture(t, fixtureOptions{}, dsPod("p"))
 	// Queued upgrade first, pull second: the order of the requests does not
 	// change the order they run in.

@@ -398,6 +398,7 @@ func TestWatchUpgradesOverREST(t *testing.T) {
 // timeouts at 300ms, watches over both protocols keep receiving heartbeats
 // well past them.
 func TestWatchOutlivesTheServerTimeouts(t *testing.T) {
+	t.Parallel()
 	short := defaultLimits
 	short.read, short.write = 300*time.Millisecond, 300*time.Millisecond
 	f := newFixture(t, fixtureOptions{limits: &short, upgrades: UpgradeOptions{Heartbeat: 100 * time.Millisecond}}, dsPod("p"))
