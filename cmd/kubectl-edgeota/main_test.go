@@ -59,11 +59,18 @@ contexts:
 // useKubeconfig writes kubeconfig to a file and points $KUBECONFIG at it.
 func useKubeconfig(t *testing.T) string {
 	t.Helper()
+	path := kubeconfigFile(t)
+	t.Setenv("KUBECONFIG", path)
+	return path
+}
+
+// kubeconfigFile writes kubeconfig to a file and returns its path.
+func kubeconfigFile(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config")
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("KUBECONFIG", path)
 	return path
 }
 

@@ -135,14 +135,14 @@ type running struct {
 // cols is 0.
 func startPlugin(t *testing.T, annotations map[string]string, env []string, cols, rows uint16, extra ...string) *running {
 	t.Helper()
-	useKubeconfig(t)
 	encoded, err := json.Marshal(annotations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &running{t: t, requests: filepath.Join(t.TempDir(), "requests.json")}
 	cmd := exec.Command(os.Args[0], append([]string{"rollout", "status", "ds/web", "--watch"}, extra...)...)
-	cmd.Env = append(os.Environ(), "TZ=UTC", childAnnotations+"="+string(encoded), childRequests+"="+p.requests)
+	cmd.Env = append(os.Environ(), "TZ=UTC", "KUBECONFIG="+kubeconfigFile(t),
+		childAnnotations+"="+string(encoded), childRequests+"="+p.requests)
 	cmd.Env = append(cmd.Env, env...)
 	stepsOut, stepsIn, err := os.Pipe()
 	if err != nil {
@@ -214,6 +214,7 @@ func frameOf(t *testing.T, annotations map[string]string, cols int) []string {
 // only one on screen, with the cursor shown below it, and the exit code is
 // the text view's.
 func TestLiveViewOnATerminal(t *testing.T) {
+	t.Parallel()
 	opens := time.Now().Add(time.Hour).Truncate(time.Second)
 	waiting := inProgress
 	waiting.WaitingForWindow = &rollout.TimedNodes{Count: 1, At: at(opens)}
@@ -276,6 +277,7 @@ func TestLiveViewOnATerminal(t *testing.T) {
 // the last frame with the cursor shown and the exit code of an interrupted
 // watch.
 func TestLiveViewFollowsTheTerminal(t *testing.T) {
+	t.Parallel()
 	const cols, narrow, rows = 80, 40, 20
 	annotations := statusAnnotations(inProgress)
 	p := startPlugin(t, annotations, []string{"TERM=xterm", "NO_COLOR=1"}, cols, rows)
@@ -314,6 +316,7 @@ func TestLiveViewFollowsTheTerminal(t *testing.T) {
 // continued, it hides it again and draws a new frame below what the
 // terminal showed meanwhile.
 func TestLiveViewSuspended(t *testing.T) {
+	t.Parallel()
 	const cols, rows = 80, 30
 	annotations := statusAnnotations(inProgress)
 	p := startPlugin(t, annotations, []string{"TERM=xterm", "NO_COLOR=1"}, cols, rows)
@@ -378,6 +381,7 @@ func state(t *testing.T, pid int) string {
 // --watch prints the text blocks as it always did, with no escape code, and
 // ends with the same exit codes.
 func TestWatchWithoutATerminal(t *testing.T) {
+	t.Parallel()
 	const inProgressLines = "Waiting for daemonset \"web\" rollout to finish: 1 of 3 nodes updated\n" +
 		"  revision   2 (h2), OTA\n" +
 		"  updated    1 of 3 nodes\n" +
@@ -404,6 +408,7 @@ func TestWatchWithoutATerminal(t *testing.T) {
 			stdout: inProgressLines + "daemonset \"web\" successfully rolled out: revision 2 (h2) on all 3 nodes\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			env := []string{"TERM=xterm"}
 			var cols uint16
 			if c.dumb {
