@@ -90,7 +90,7 @@ func statusOfValue(s rollout.Status) map[string]string {
 func TestFrames(t *testing.T) {
 	for _, c := range frameCases {
 		for _, cols := range c.widths {
-			name := strings.ReplaceAll(c.name, " ", "-") + "-" + strconv.Itoa(cols)
+			name := strings.NewReplacer(" ", "-", ",", "").Replace(c.name) + "-" + strconv.Itoa(cols)
 			t.Run(name, func(t *testing.T) {
 				lines, _ := testFrame(t, c.annotations, cols, false)
 				for _, line := range lines {
