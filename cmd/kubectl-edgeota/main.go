@@ -8,9 +8,11 @@
 //
 // status tells where the rollout stands, from the controller's summary on the
 // DaemonSet (edgeota.io/rollout-status), and whether that summary is stale;
-// pause and resume write and remove edgeota.io/paused. The kubeconfig is
-// found as kubectl finds it (--kubeconfig, $KUBECONFIG, ~/.kube/config), and
-// kubectl's connection flags apply (--context, -n, --server, --token, ...).
+// with --watch on a terminal it draws the rollout live (live.go), and prints
+// text blocks anywhere else. pause and resume write and remove
+// edgeota.io/paused. The kubeconfig is found as kubectl finds it
+// (--kubeconfig, $KUBECONFIG, ~/.kube/config), and kubectl's connection
+// flags apply (--context, -n, --server, --token, ...).
 //
 // Exit codes: 0 complete (without --watch: printed, unless halted); 1 halted,
 // or the DaemonSet is not rolled out by edgeota, or another error; 2 bad
@@ -36,8 +38,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/edgeota/edgeota/internal/exitcode"
+	"github.com/edgeota/edgeota/internal/terminal"
 	"github.com/edgeota/edgeota/internal/version"
 )
 
@@ -54,7 +59,9 @@ Usage:
   status  where the rollout stands: nodes updated, in flight, waiting for their
           maintenance window, held by their owners, skipped while NotReady,
           failed; OTA offers not taken yet; whether the controller is behind.
-          Prints once, or with --watch follows it until it completes or halts.
+          Prints once, or with --watch follows it until it completes or halts:
+          on a terminal, drawn live in one frame (a bar of the nodes by state,
+          countdowns); elsewhere, or with TERM=dumb, as text blocks.
   pause   stops new deletions and offers (annotation edgeota.io/paused).
   resume  removes edgeota.io/paused.
 
@@ -85,13 +92,27 @@ type environment struct {
 	now     func() time.Time
 	// zone is the user's time zone, in which times are shown.
 	zone *time.Location
+	// getenv reads the environment: TERM, NO_COLOR.
+	getenv func(string) string
+	// logs is where client-go's log lines go; nil leaves them alone.
+	logs *logOutput
 }
 
 func main() {
+	os.Exit(process(connect))
+}
+
+// process is the plugin as a process: its arguments, its standard streams
+// and environment, client-go's log lines, and SIGINT or SIGTERM (Ctrl-C)
+// ending a watch. It returns the exit code.
+func process(connect func(clientcmd.ClientConfig) (kubernetes.Interface, error)) int {
+	logs := newLogOutput()
+	klog.SetLoggerWithOptions(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logs))),
+		klog.WriteKlogBuffer(func(line []byte) { _, _ = logs.Write(line) }))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	code := run(ctx, os.Args[1:], environment{stdout: os.Stdout, stderr: os.Stderr, connect: connect, now: time.Now, zone: time.Local})
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, os.Args[1:], environment{stdout: os.Stdout, stderr: os.Stderr, connect: connect, now: time.Now, zone: time.Local,
+		getenv: os.Getenv, logs: logs})
 }
 
 // connect is the connector of the real cluster.
@@ -136,7 +157,11 @@ func run(ctx context.Context, args []string, env environment) int {
 		fmt.Fprintf(env.stderr, "error: %v\n", err)
 		return exitCode(err)
 	}
-	c := &cli{client: client, namespace: namespace, out: env.stdout, now: env.now, zone: env.zone}
+	c := &cli{client: client, namespace: namespace, out: env.stdout, now: env.now, zone: env.zone, stderr: env.stderr, logs: env.logs}
+	if env.getenv != nil {
+		c.tty, _ = terminal.Of(env.stdout, env.getenv("TERM"))
+		c.color = env.getenv("NO_COLOR") == ""
+	}
 	switch verb {
 	case "status":
 		err = c.status(ctx, name, o.watch, o.timeout)

@@ -59,11 +59,18 @@ contexts:
 // useKubeconfig writes kubeconfig to a file and points $KUBECONFIG at it.
 func useKubeconfig(t *testing.T) string {
 	t.Helper()
+	path := kubeconfigFile(t)
+	t.Setenv("KUBECONFIG", path)
+	return path
+}
+
+// kubeconfigFile writes kubeconfig to a file and returns its path.
+func kubeconfigFile(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config")
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("KUBECONFIG", path)
 	return path
 }
 
@@ -105,11 +112,7 @@ func newRevision(owner types.UID, number int64, hash string) *appsv1.ControllerR
 // statusOf is the annotations carrying the controller's status.
 func statusOf(t *testing.T, s rollout.Status) map[string]string {
 	t.Helper()
-	data, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]string{rollout.RolloutStatusAnnotation: string(data)}
+	return statusOfValue(s)
 }
 
 // merge merges annotation maps, the later winning.
@@ -389,6 +392,11 @@ func TestStatusErrors(t *testing.T) {
 // the watch will see it (the fake replays nothing).
 func watching(t *testing.T, ds *appsv1.DaemonSet) (*fake.Clientset, <-chan struct{}) {
 	t.Helper()
+	return watchingCluster(ds)
+}
+
+// watchingCluster is watching, for a test's child process (see TestMain).
+func watchingCluster(ds *appsv1.DaemonSet) (*fake.Clientset, <-chan struct{}) {
 	client := newCluster(ds)
 	started := make(chan struct{})
 	var once sync.Once
@@ -429,16 +437,21 @@ func follow(t *testing.T, ds *appsv1.DaemonSet, change func(*fake.Clientset), ex
 // setStatus writes the controller's status on the fake DaemonSet.
 func setStatus(t *testing.T, s rollout.Status) func(*fake.Clientset) {
 	return func(client *fake.Clientset) {
-		ds, err := client.AppsV1().DaemonSets(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		ds.Annotations = merge(ds.Annotations, statusOf(t, s))
-		if _, err := client.AppsV1().DaemonSets(testNamespace).Update(context.Background(), ds, metav1.UpdateOptions{}); err != nil {
+		if err := writeStatus(client, s); err != nil {
 			t.Error(err)
 		}
 	}
+}
+
+// writeStatus writes s as the controller's status on the fake DaemonSet.
+func writeStatus(client *fake.Clientset, s rollout.Status) error {
+	ds, err := client.AppsV1().DaemonSets(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	ds.Annotations = merge(ds.Annotations, statusOfValue(s))
+	_, err = client.AppsV1().DaemonSets(testNamespace).Update(context.Background(), ds, metav1.UpdateOptions{})
+	return err
 }
 
 // TestWatch: --watch follows the rollout to its end, whichever it is.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/internal/exitcode"
 	"github.com/edgeota/edgeota/internal/kube"
 	"github.com/edgeota/edgeota/rollout"
@@ -31,6 +33,14 @@ type cli struct {
 	out       io.Writer
 	now       func() time.Time
 	zone      *time.Location // times are shown in it: the user's
+	// tty is out when it is a terminal status --watch draws its live view
+	// on (nil: text blocks); color says whether the view may use colors.
+	tty   *os.File
+	color bool
+	// stderr and logs, where client-go's log lines go (nil: nowhere the
+	// plugin can move), are for the live view to put them above its frame.
+	stderr io.Writer
+	logs   *logOutput
 }
 
 // stage is where a rollout stands, as far as the plugin can tell.
@@ -67,6 +77,31 @@ type view struct {
 	// window is the DaemonSet's maintenance window in canonical form, or
 	// why it does not parse; empty when it has none.
 	window string
+	// limits are the DaemonSet's controls over the status's nodes.
+	limits limits
+}
+
+// limits are the DaemonSet's controls that bound what the rollout status
+// counts, which the live view shows beside the counts. Unknown when the
+// DaemonSet's annotations do not parse (the controller's events say why).
+type limits struct {
+	known                     bool
+	maxUnavailable, maxFailed int
+	maxHold                   time.Duration
+}
+
+// limitsOf reads the DaemonSet's limits over total nodes as the controller
+// does (decision.ParseSettings).
+func limitsOf(ds *appsv1.DaemonSet, total int) limits {
+	strategy, _, ok, err := rollout.StrategyOf(ds)
+	if !ok || err != nil {
+		return limits{}
+	}
+	settings, err := decision.ParseSettings(strategy, ds.Annotations, ds.Spec.MinReadySeconds)
+	if err != nil {
+		return limits{}
+	}
+	return limits{known: true, maxUnavailable: settings.MaxUnavailable(total), maxFailed: settings.MaxFailed(total), maxHold: settings.MaxHold}
 }
 
 // key tells views apart: a watch prints a view when it differs from the last.
@@ -87,9 +122,11 @@ func (c *cli) status(ctx context.Context, name string, watch bool, timeout time.
 	if err != nil {
 		return err
 	}
-	c.print(v)
+	d := c.display(watch)
+	defer d.close()
+	d.show(v)
 	if watch && !v.stage.final() {
-		if v, err = c.follow(ctx, name, v, timeout); err != nil {
+		if v, err = c.follow(ctx, name, v, timeout, d); err != nil {
 			return err
 		}
 	}
@@ -99,10 +136,10 @@ func (c *cli) status(ctx context.Context, name string, watch bool, timeout time.
 	return nil
 }
 
-// follow watches the one DaemonSet (a field selector on its name) and prints
-// each new view, until one is final or timeout passes. Each change of the
+// follow watches the one DaemonSet (a field selector on its name) and shows
+// each view on d, until one is final or timeout passes. Each change of the
 // rollout changes the DaemonSet: a new template, the controller's status.
-func (c *cli) follow(ctx context.Context, name string, last view, timeout time.Duration) (view, error) {
+func (c *cli) follow(ctx context.Context, name string, last view, timeout time.Duration, d display) (view, error) {
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
 	defer cancel()
 	daemonSets := c.client.AppsV1().DaemonSets(c.namespace)
@@ -130,9 +167,7 @@ func (c *cli) follow(ctx context.Context, name string, last view, timeout time.D
 		if err != nil {
 			return false, err
 		}
-		if v.key() != last.key() {
-			c.print(v)
-		}
+		d.show(v)
 		last = v
 		return v.stage.final(), nil
 	})
@@ -189,6 +224,7 @@ func (c *cli) assess(ctx context.Context, ds *appsv1.DaemonSet) (view, error) {
 	}
 	v.status = &s
 	v.stage, v.headline = judge(ds.Name, &s)
+	v.limits = limitsOf(ds, s.Total)
 	return v, nil
 }
 
@@ -245,44 +281,86 @@ func (c *cli) newestRevision(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1
 	return rollout.NewestRevision(ds.UID, revisions), nil
 }
 
-// print writes the view: its headline, then, unless the rollout is
-// complete, a line for each figure that is not zero.
+// print writes the view as a text block: its headline, then, unless the
+// rollout is complete, a line for each figure that is not zero.
 func (c *cli) print(v view) {
 	var b strings.Builder
 	b.WriteString(v.headline + "\n")
-	line := func(label, format string, args ...any) {
-		fmt.Fprintf(&b, "  %-10s %s\n", label, fmt.Sprintf(format, args...))
+	for _, d := range c.details(v, false) {
+		fmt.Fprintf(&b, "  %-10s %s\n", d.label, d.text)
 	}
-	if s := v.status; s != nil && v.stage != stageComplete {
-		if s.Strategy != "" {
-			line("revision", "%d (%s), %s", s.Revision, s.Hash, s.Strategy)
-		} else {
-			line("revision", "%d (%s)", s.Revision, s.Hash)
+	fmt.Fprint(c.out, b.String())
+}
+
+// detail is a line of a view below its headline: a label and its text;
+// state is the state of nodes it counts, which the live view's bar draws.
+type detail struct {
+	state       *nodeState
+	label, text string
+}
+
+// details are the lines of the view below its headline, for each figure that
+// is not zero. The text block shows none for a complete rollout. The live
+// view (live) shows them for every stage, with the limits beside the counts
+// they bound (max-unavailable, max-failed, max-hold), countdowns to the
+// second, and the controller's reason for a wait.
+func (c *cli) details(v view, live bool) []detail {
+	var ds []detail
+	line := func(state *nodeState, label, format string, args ...any) {
+		ds = append(ds, detail{state: state, label: label, text: fmt.Sprintf(format, args...)})
+	}
+	limit := func(format string, args ...any) string {
+		if !live || !v.limits.known {
+			return ""
 		}
-		line("updated", "%d of %s", s.Updated, nodes(s.Total))
+		return fmt.Sprintf(format, args...)
+	}
+	if s := v.status; s != nil && (v.stage != stageComplete || live) {
+		if s.Strategy != "" {
+			line(nil, "revision", "%d (%s), %s", s.Revision, s.Hash, s.Strategy)
+		} else {
+			line(nil, "revision", "%d (%s)", s.Revision, s.Hash)
+		}
+		line(&stateUpdated, "updated", "%d of %s", s.Updated, nodes(s.Total))
 		if p := s.Proven; p != nil && p.Answer+p.Heartbeat > 0 {
-			line("proven", "%s", provenBy(p))
+			line(nil, "proven", "%s", provenBy(p))
 		}
 		if s.InFlight > 0 {
-			line("in flight", "%d", s.InFlight)
+			if live {
+				line(&stateInFlight, "in flight", "%s%s", nodes(s.InFlight), limit(", max-unavailable %d", v.limits.maxUnavailable))
+			} else {
+				line(&stateInFlight, "in flight", "%d", s.InFlight)
+			}
 		}
 		if n := count(s.WaitingForWindow); n > 0 {
-			line("waiting", "%s for the maintenance window%s", nodes(n), c.when(s.WaitingForWindow, ", the next opens"))
+			if live {
+				line(&stateWaiting, "waiting", "%s for the window%s", nodes(n), c.countdown(s.WaitingForWindow, ": opens", ""))
+			} else {
+				line(&stateWaiting, "waiting", "%s for the maintenance window%s", nodes(n), c.when(s.WaitingForWindow, ", the next opens"))
+			}
 		}
 		if n := count(s.Held); n > 0 {
-			line("held", "%s by the owner%s", nodes(n), c.when(s.Held, ", the last hold ends"))
+			if live {
+				line(&stateHeld, "held", "%s by the owner%s", nodes(n), c.countdown(s.Held, ": the last hold ends", limit(", max-hold %s", span(v.limits.maxHold))))
+			} else {
+				line(&stateHeld, "held", "%s by the owner%s", nodes(n), c.when(s.Held, ", the last hold ends"))
+			}
 		}
 		if s.Skipped > 0 {
-			line("skipped", "%s NotReady, upgraded when back", nodes(s.Skipped))
+			line(&stateSkipped, "skipped", "%s NotReady, upgraded when back", nodes(s.Skipped))
 		}
 		if s.HeldBack > 0 {
-			line("held back", "%s by pause, node selector or partition", nodes(s.HeldBack))
+			line(&stateHeldBack, "held back", "%s by pause, node selector or partition", nodes(s.HeldBack))
 		}
 		if s.Failed.Count > 0 {
-			line("failed", "%s", failedNodes(s.Failed))
+			halts := ""
+			if !s.Halted {
+				halts = limit(" (max-failed %d)", v.limits.maxFailed)
+			}
+			line(&stateFailed, "failed", "%s%s", failedNodes(s.Failed), halts)
 		}
 		if u := s.SettledUnavailable; u != nil && u.Count > 0 {
-			line("down", "%s settled, their pod unavailable now (holding the budget): %s", nodes(u.Count), strings.Join(u.Nodes, ", "))
+			line(&stateDown, "down", "%s settled, their pod unavailable now (holding the budget): %s", nodes(u.Count), strings.Join(u.Nodes, ", "))
 		}
 		if p := s.Pulls; p != nil {
 			parts := []string{fmt.Sprintf("%d pulling", p.InFlight), fmt.Sprintf("%d pulled", p.Done)}
@@ -295,16 +373,23 @@ func (c *cli) print(v view) {
 			if p.Waiting > 0 {
 				parts = append(parts, fmt.Sprintf("%s waiting for their download", nodes(p.Waiting)))
 			}
-			line("downloads", "%s", strings.Join(parts, ", "))
+			line(nil, "downloads", "%s", strings.Join(parts, ", "))
 		}
 		if n := count(s.Offered); n > 0 {
-			line("offered", "%d not taken by the owner yet%s", n, c.when(s.Offered, ", the first deadline"))
+			if live {
+				line(&stateOffered, "offered", "%d not taken by the owner yet%s", n, c.countdown(s.Offered, ": the first deadline", ""))
+			} else {
+				line(&stateOffered, "offered", "%d not taken by the owner yet%s", n, c.when(s.Offered, ", the first deadline"))
+			}
+		}
+		if live && s.Reason != "" && !s.Halted && !s.Paused {
+			line(nil, "reason", "%s", s.Reason)
 		}
 	}
 	if v.window != "" && v.stage != stageComplete {
-		line("window", "%s", v.window)
+		line(nil, "window", "%s", v.window)
 	}
-	fmt.Fprint(c.out, b.String())
+	return ds
 }
 
 // when renders a TimedNodes' time after what, in the user's zone and from
@@ -313,9 +398,22 @@ func (c *cli) when(t *rollout.TimedNodes, what string) string {
 	if t.At == nil {
 		return ""
 	}
-	at := t.At.Time
-	return fmt.Sprintf("%s %s (%s)", what, at.In(c.zone).Format("2006-01-02 15:04 MST"), relative(at.Sub(c.now())))
+	return fmt.Sprintf("%s %s (%s)", what, c.date(t.At.Time), relative(t.At.Sub(c.now())))
 }
+
+// countdown renders a TimedNodes' time for the live view: after what, the
+// countdown to the second, then more, then the time in the user's zone;
+// nothing when it has none. The countdown comes first, where a narrow
+// terminal does not cut it off.
+func (c *cli) countdown(t *rollout.TimedNodes, what, more string) string {
+	if t.At == nil {
+		return more
+	}
+	return fmt.Sprintf("%s %s%s (%s)", what, countdownTo(t.At.Sub(c.now())), more, c.date(t.At.Time))
+}
+
+// date renders a time in the user's zone, to the minute.
+func (c *cli) date(t time.Time) string { return t.In(c.zone).Format("2006-01-02 15:04 MST") }
 
 // relative renders a duration from now as people read it: in 3h12m, 1m30s
 // ago, in 2d4h.

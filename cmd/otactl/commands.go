@@ -19,27 +19,20 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/internal/exitcode"
+	"github.com/edgeota/edgeota/internal/terminal"
 )
 
 // cli runs one command against the agent.
 type cli struct {
-	client   edgeotav1.OTAServiceClient
-	out      io.Writer
-	opts     options
-	terminal bool
+	client edgeotav1.OTAServiceClient
+	out    io.Writer
+	opts   options
+	// tty is out when it is a terminal where progress is redrawn in place
+	// (terminal.Of); nil anywhere else (a pipe, a file, CI, TERM=dumb),
+	// where it is printed as plain lines.
+	tty *os.File
 	// zone is where times are shown: the user's (TZ).
 	zone *time.Location
-}
-
-// isTerminal reports whether w is a terminal, where progress is redrawn in
-// place; anywhere else (a pipe, a file, CI) it is printed as plain lines.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // phaseName is a phase without its enum prefix, e.g. UPGRADE_AVAILABLE.
@@ -302,7 +295,13 @@ func (c *cli) act(ctx context.Context, verb, namespace, daemonSet string) error 
 		return nil
 	}
 	w := newWaiter(verb, app, queued)
-	p := &progress{out: c.out, terminal: c.terminal, start: time.Now(), what: fmt.Sprintf("%s %s/%s", verb, namespace, daemonSet)}
+	p := &progress{out: c.out, start: time.Now(), what: fmt.Sprintf("%s %s/%s", verb, namespace, daemonSet)}
+	if c.tty != nil {
+		p.cols = func() int {
+			cols, _ := terminal.Size(c.tty)
+			return cols
+		}
+	}
 	defer p.finish()
 	p.show(app)
 	if done, err := w.observe(app); done {
@@ -414,13 +413,14 @@ func failure(what string, a *edgeotav1.App) error {
 // progress shows where a followed app stands: redrawn in place on a
 // terminal, once per change of phase elsewhere (plain lines, no escape codes).
 type progress struct {
-	out      io.Writer
-	terminal bool
-	start    time.Time
-	what     string
-	last     *edgeotav1.App
-	printed  string
-	drawn    bool
+	out io.Writer
+	// cols is the terminal's width; nil off a terminal.
+	cols    func() int
+	start   time.Time
+	what    string
+	last    *edgeotav1.App
+	printed string
+	drawn   bool
 }
 
 // show displays app (nil: the last one again, with the elapsed time).
@@ -435,14 +435,17 @@ func (p *progress) show(app *edgeotav1.App) {
 	if r := p.last.GetReason(); r != "" {
 		line += " (" + r + ")"
 	}
-	if !p.terminal {
+	if p.cols == nil {
 		if line != p.printed {
 			fmt.Fprintf(p.out, "%s after %s\n", line, time.Since(p.start).Round(time.Second))
 			p.printed = line
 		}
 		return
 	}
-	fmt.Fprintf(p.out, "\r\033[K%s  %s", line, time.Since(p.start).Round(time.Second))
+	// Cut to the width, never wrapped: "\r" returns to the start of the
+	// cursor's line only.
+	line = fmt.Sprintf("%s  %s", line, time.Since(p.start).Round(time.Second))
+	fmt.Fprintf(p.out, "\r\033[K%s", terminal.Fit(terminal.Clean(line), p.cols()-1))
 	p.drawn = true
 }
 

@@ -34,6 +34,7 @@ import (
 
 	"github.com/edgeota/edgeota/internal/exitcode"
 	"github.com/edgeota/edgeota/internal/holdtime"
+	"github.com/edgeota/edgeota/internal/terminal"
 	"github.com/edgeota/edgeota/internal/version"
 )
 
@@ -154,7 +155,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	defer closeConn()
-	c := &cli{client: client, out: stdout, opts: o, terminal: isTerminal(stdout), zone: time.Local}
+	tty, _ := terminal.Of(stdout, os.Getenv("TERM"))
+	c := &cli{client: client, out: stdout, opts: o, tty: tty, zone: time.Local}
 	switch positional[0] {
 	case "list":
 		err = c.list(ctx)

@@ -211,12 +211,21 @@ func TestProgressWithoutATerminalIsPlainLines(t *testing.T) {
 	}
 
 	out.Reset()
-	live := &progress{out: &out, terminal: true, start: time.Now(), what: "upgrade default/demo"}
+	live := &progress{out: &out, cols: func() int { return 80 }, start: time.Now(), what: "upgrade default/demo"}
 	live.show(app("old", upgrading, ""))
 	live.show(nil)
 	live.finish()
 	if !strings.Contains(out.String(), "\r\033[K") || strings.Count(out.String(), "UPGRADING") != 2 {
 		t.Errorf("got %q, want the line redrawn in place", out.String())
+	}
+
+	// On a narrow terminal the line is cut, never wrapped: "\r" would
+	// only return to the start of its last row.
+	out.Reset()
+	narrow := &progress{out: &out, cols: func() int { return 20 }, start: time.Now(), what: "upgrade default/demo"}
+	narrow.show(app("old", upgrading, ""))
+	if want := "\r\033[Kupgrade default/..."; out.String() != want {
+		t.Errorf("got %q on a terminal 20 wide, want %q", out.String(), want)
 	}
 }
 
