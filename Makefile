@@ -239,7 +239,7 @@ test-monitoring: $(BIN)/helm
 test-e2e: tools build sdk-ts
 	$(GO) test -count=1 -tags e2e -timeout 60m ./e2e/...
 
-## tools: build the local cluster's binaries into bin/ (skips what is current).
+## tools: build the local cluster's binaries, and Prometheus and promtool (hack/prometheus), into bin/ (skips what is current).
 tools:
 	hack/tools.sh
 
