@@ -8,7 +8,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build images image-binaries generate sdk-ts check lint breaking fresh fmt vet tidy staticcheck links test test-unit test-images test-fuzz test-e2e tools run bench clean
+.PHONY: all build images image-binaries generate dashboard sdk-ts check lint breaking fresh fmt vet tidy staticcheck links test test-unit test-images test-fuzz test-monitoring test-e2e tools run bench clean
 
 all: build
 
@@ -97,14 +97,18 @@ deploy: $(BIN)/helm
 # binary git tracks.
 check: chart binaries
 
+# Every monitoring object on, as deploy/monitoring/ renders them.
+MONITORING_ON := --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true
+
 chart: $(BIN)/helm
 	$(BIN)/helm lint --strict charts/edgeota
 	$(BIN)/helm lint --strict charts/edgeota --set agent.identity=serviceaccount
+	$(BIN)/helm lint --strict charts/edgeota $(MONITORING_ON)
 	@v=$(VERSION); chart=charts/edgeota/Chart.yaml; \
 	if ! grep -qx "appVersion: $$v" $$chart || ! grep -qx "version: $${v#v}" $$chart; then \
 		echo "$$chart: version and appVersion must be $${v#v} and $$v (the VERSION file)"; exit 1; fi
 	@for identity in node serviceaccount; do \
-		if $(BIN)/helm template edgeota charts/edgeota --namespace elsewhere --set agent.identity=$$identity | grep -n edgeota-system; then \
+		if $(BIN)/helm template edgeota charts/edgeota --namespace elsewhere --set agent.identity=$$identity $(MONITORING_ON) | grep -n edgeota-system; then \
 			echo "charts/edgeota names edgeota-system: take the namespace from .Release.Namespace"; exit 1; fi; done
 	hack/helm/render.sh $(BIN)/helm
 	@if [ -n "$$(git status --porcelain -- deploy)" ]; then \
@@ -116,6 +120,12 @@ binaries:
 
 # The end-to-end suite installs the chart.
 test-e2e: $(BIN)/helm
+
+## dashboard: regenerate the Grafana dashboard the chart ships,
+## charts/edgeota/monitoring/dashboard.json, from hack/dashboard.
+DASHBOARD := charts/edgeota/monitoring/dashboard.json
+dashboard:
+	$(GO) run ./hack/dashboard -o $(DASHBOARD)
 
 ## generate: regenerate gen/ (Go, gRPC, gateway, OpenAPI) from proto/.
 generate: $(BIN)/buf
@@ -158,11 +168,14 @@ breaking: $(BIN)/buf
 		$(BIN)/buf breaking --against ".git#ref=$(CONTRACT_BASE),depth=$$(git rev-list --count --all)"; \
 	else echo "buf breaking: the contract base $(CONTRACT_BASE) is not in this clone"; exit 1; fi
 
-# Regenerate and fail if gen/ differs from what is committed.
-fresh: generate
+# Regenerate and fail if gen/ or the dashboard differs from what is committed.
+fresh: generate dashboard
 	@if [ -n "$$(git status --porcelain -- gen)" ]; then \
 		git status --porcelain -- gen; git --no-pager diff --stat -- gen; \
 		echo "gen/ is stale: run 'make generate' and commit it"; exit 1; fi
+	@if [ -n "$$(git status --porcelain -- $(DASHBOARD))" ]; then \
+		git --no-pager diff --stat -- $(DASHBOARD); \
+		echo "$(DASHBOARD) is stale: run 'make dashboard' and commit it"; exit 1; fi
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); \
@@ -172,6 +185,7 @@ vet:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
 	cd hack/images && $(GO) vet ./...
+	cd hack/monitoring && $(GO) vet ./...
 
 # go.mod and go.sum as `go mod tidy` would leave them.
 tidy:
@@ -193,11 +207,12 @@ staticcheck: $(BIN)/staticcheck
 
 ## test: the end-to-end suite on the local cluster, and, once its scenarios
 ## that run alone are done, beside those that run side by side: every check,
-## the unit tests, make images twice (checked) and a brief fuzz run. At the
-## end, also when a stage fails or times out, the time of each stage and the
-## ten slowest scenarios (hack/test.sh). make check alone takes seconds.
+## the unit tests, make images twice (checked), a brief fuzz run, and the
+## alerts and the chart's monitoring objects. At the end, also when a stage
+## fails or times out, the time of each stage and the ten slowest scenarios
+## (hack/test.sh). make check alone takes seconds.
 test: $(BIN)/testlog
-	E2E_REPORT=$(E2E_REPORT) E2E_SIDE_BY_SIDE=$(E2E_SIDE_BY_SIDE_FILE) hack/test.sh "" test-e2e "check test-unit test-images test-fuzz"
+	E2E_REPORT=$(E2E_REPORT) E2E_SIDE_BY_SIDE=$(E2E_SIDE_BY_SIDE_FILE) hack/test.sh "" test-e2e "check test-unit test-monitoring test-images test-fuzz"
 
 ## test-unit: unit tests only (no cluster needed).
 test-unit:
@@ -218,6 +233,18 @@ test-fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./server || exit 1; \
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./window
+
+## test-monitoring: the alerts (promtool check rules, and promtool test rules:
+## each alert firing and not, hack/monitoring/alerts.test.yaml), and the
+## chart's monitoring objects decoded strictly into the Prometheus Operator's
+## types, the ServiceMonitor matching its Service (hack/monitoring, a module
+## of its own). promtool is built by make tools (hack/prometheus).
+ALERTS := charts/edgeota/monitoring/alerts.yaml
+test-monitoring: $(BIN)/helm
+	hack/tools.sh promtool
+	$(BIN)/promtool check rules $(ALERTS)
+	$(BIN)/promtool test rules hack/monitoring/alerts.test.yaml
+	cd hack/monitoring && HELM=$(BIN)/helm $(GO) test -count=1 ./...
 
 ## test-e2e: the end-to-end suite against the embedded local cluster, its
 ## scenarios E2E_PARALLEL at a time where they may run side by side
@@ -240,7 +267,7 @@ test-e2e: tools build sdk-ts $(BIN)/testlog
 $(BIN)/testlog: $(filter-out %_test.go,$(wildcard hack/testlog/*.go))
 	$(GO) build -o $(BIN)/testlog ./hack/testlog
 
-## tools: build the local cluster's binaries into bin/ (skips what is current).
+## tools: build the local cluster's binaries, and Prometheus and promtool (hack/prometheus), into bin/ (skips what is current).
 tools:
 	hack/tools.sh
 

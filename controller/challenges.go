@@ -113,7 +113,7 @@ func (c *Controller) challenge(key string, r *decision.Rollout) []func(context.C
 		tasks = append(tasks, func(ctx context.Context) error {
 			err := write(ctx)
 			if err == nil {
-				c.metrics.challengeWritten()
+				c.metrics.challengeWritten(key)
 			}
 			return err
 		})

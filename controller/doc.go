@@ -37,5 +37,6 @@
 //     node's last renewal once at start.
 //   - revision.go: the target revision and its images.
 //   - prepull.go, prepulljob.go: image pre-pull Jobs.
-//   - metrics.go: Prometheus figures.
+//   - metrics.go: Prometheus figures, per DaemonSet never per node, and
+//     the registry ota-controller serves (docs/operator/watching.md).
 package controller

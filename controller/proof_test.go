@@ -123,7 +123,7 @@ func TestProofsCountedByKind(t *testing.T) {
 	if len(challenges) != 2 {
 		t.Fatalf("got challenges %v, want one on each of pod-0 and pod-1", challenges)
 	}
-	if got := testutil.ToFloat64(f.c.metrics.challenges); got != 2 {
+	if got := testutil.ToFloat64(f.c.metrics.challenges.WithLabelValues(testNamespace, testDSName)); got != 2 {
 		t.Errorf("got %v challenges counted, want 2", got)
 	}
 	if s := f.lastStatus(); s.Proven != nil {
@@ -149,13 +149,13 @@ func TestProofsCountedByKind(t *testing.T) {
 		t.Errorf("got proven %+v in the rollout status, want %+v", s.Proven, want)
 	}
 	for proof, wait := range map[string]float64{"answer": 2, "heartbeat": 5} {
-		if got := testutil.ToFloat64(f.c.metrics.proofs.WithLabelValues(proof)); got != 1 {
+		if got := testutil.ToFloat64(f.c.metrics.proofs.WithLabelValues(testNamespace, testDSName, proof)); got != 1 {
 			t.Errorf("got %v proofs by %s counted, want 1", got, proof)
 		}
 		if got := testutil.ToFloat64(f.c.metrics.rolloutProven.WithLabelValues(testNamespace, testDSName, proof)); got != 1 {
 			t.Errorf("got %v nodes proven by %s in the gauge, want 1", got, proof)
 		}
-		if count, sum := histogramOf(t, f.c.metrics.proofWait.WithLabelValues(proof)); count != 1 || sum != wait {
+		if count, sum := histogramOf(t, f.c.metrics.proofWait.WithLabelValues(testNamespace, testDSName, proof)); count != 1 || sum != wait {
 			t.Errorf("got %d waits for a proof by %s summing %v s, want 1 of %v s", count, proof, sum, wait)
 		}
 	}
@@ -183,7 +183,7 @@ func TestAnswerAfterHeartbeatProvesNothingMore(t *testing.T) {
 	}
 	f.drainQueue()
 	f.sync()
-	if got := testutil.ToFloat64(f.c.metrics.proofs.WithLabelValues("answer")); got != 0 {
+	if got := testutil.ToFloat64(f.c.metrics.proofs.WithLabelValues(testNamespace, testDSName, "answer")); got != 0 {
 		t.Errorf("got %v proofs by answer, want 0", got)
 	}
 	if e := f.recordEntries()["node-0"]; e.Proof != decision.ProofHeartbeat {

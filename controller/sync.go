@@ -129,6 +129,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	d := r.Decide(now)
 
 	c.heartbeats.set(key, r.Awaiting())
+	c.metrics.awaitingProof(ds, len(r.Awaiting()))
 	if !d.Wake.IsZero() {
 		c.queue.AddAfter(key, d.Wake.Sub(now))
 	}
@@ -228,7 +229,7 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonPrePullFailed, "Pre-download on node %s failed for good; its old pod still serves, and it counts toward %s: %s",
 				n.Node, rollout.MaxFailedAnnotation, n.Why)
 		case decision.NoticeProven:
-			c.metrics.proven(n.Proof, n.Wait, n.Waited)
+			c.metrics.proven(ds, n.Proof, n.Wait, n.Waited)
 		case decision.NoticeZoneInvalid:
 			if node := c.nodeByName(n.Node); node != nil {
 				c.nodeEventOnChange(node, rollout.ReasonInvalidTimeZone, n.Err.Error()+"; windowed rollouts pass this node by until it is fixed")
@@ -304,6 +305,9 @@ func (c *Controller) forgetTracker(key string) {
 		c.records.Forget(t.record)
 	}
 	c.heartbeats.set(key, nil)
+	if namespace, name, err := cache.SplitMetaNamespaceKey(key); t != nil && err == nil {
+		c.metrics.forgetRollout(namespace, name) // its series would stand still, as if it rolled
+	}
 }
 
 // runParallel runs the tasks, each once it holds one of the controller's

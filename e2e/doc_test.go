@@ -109,11 +109,19 @@
 //   - maxprocs_test.go: ota-controller leaves the Go runtime its own
 //     number of threads unless --max-procs says otherwise, and a
 //     GOMAXPROCS of the environment's wins over the flag.
+//   - monitoring_test.go: a real Prometheus (bin/prometheus), configured
+//     as the Prometheus Operator would be from the chart's ServiceMonitor
+//     and loaded with the chart's rules, scrapes two controller replicas
+//     through a rollout's waves and a halt: every query of the dashboard
+//     and the rules parses, names only metrics the controller registers and
+//     matches series; the halt alert fires within its for, a scrape and two
+//     evaluations of the RolloutHalted event; only the leader exports
+//     rollout series.
 //
 // Helpers: main_test.go (leftover clusters), env_test.go (a cluster per
 // scenario, through the harness),
 // processes_test.go and controllerprocess_test.go (the binaries, through the
-// harness), daemonset_test.go,
+// harness), prometheus_test.go (a Prometheus and its API), daemonset_test.go,
 // slowrollout_test.go, deletionwatch_test.go, agentclient_test.go,
 // wait_test.go.
 package e2e

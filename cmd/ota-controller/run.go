@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -46,6 +45,11 @@ func run(ctx context.Context, o options) error {
 	if n := maxprocs.Set(o.maxProcs); n > 0 {
 		logger.V(2).Info("Runs Go code on a fixed number of threads", "maxProcs", n)
 	}
+	// Every metric is registered now, before the election, so that a
+	// standby serves them too (its leader gauge at 0); client-go counts the
+	// requests of every client made after this in them.
+	registry, metrics := controller.NewRegistry()
+	clientmetrics.Register(clientmetrics.RegisterOpts{RequestResult: metrics.APIRequests()})
 	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading the API server configuration: %w", err)
@@ -80,16 +84,13 @@ func run(ctx context.Context, o options) error {
 	}
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: controller.Component})
 
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := controller.NewMetrics(registry)
 	var elector *leaderelection.Elector
 	if o.leaderElect {
 		if elector, err = newElector(ctx, o, client); err != nil {
 			return err
 		}
 	}
-	servers, err := startServers(ctx, o, registry, leaderelection.Healthz(elector, renewDeadline))
+	servers, err := startServers(ctx, o, registry.Registry, leaderelection.Healthz(elector, renewDeadline))
 	if err != nil {
 		return err
 	}
@@ -107,6 +108,8 @@ func run(ctx context.Context, o options) error {
 	}
 
 	work := func(ctx context.Context) error {
+		metrics.SetLeader(true)
+		defer metrics.SetLeader(false)
 		inf := controller.NewInformers(client, o.recordNS)
 		c, err := controller.NewController(ctx, client, inf, recorder, metrics, controller.WithLeaseClient(leaseClient), controller.WithLeaseMode(o.leaseWatch))
 		if err != nil {

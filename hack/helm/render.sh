@@ -2,6 +2,9 @@
 # Renders deploy/ from the chart, the one source of edgeota's manifests:
 #   deploy/edgeota.yaml                 the agent acting as its node (Kubernetes 1.36+)
 #   deploy/serviceaccount/edgeota.yaml  the agent acting as its service account (older clusters)
+#   deploy/monitoring/edgeota.yaml      the monitoring objects alone (Service, ServiceMonitor,
+#                                       PrometheusRule, dashboard ConfigMap), for clusters with
+#                                       the Prometheus Operator (docs/operator/watching.md)
 # both for namespace edgeota-system with the chart's default values otherwise
 # (and the Namespace itself, which helm install --create-namespace makes).
 # Usage: hack/helm/render.sh HELM [OUT_DIR]   (OUT_DIR: deploy, by default)
@@ -28,3 +31,5 @@ render() { # FILE [helm template flags...]
 
 render "$out/edgeota.yaml"
 render "$out/serviceaccount/edgeota.yaml" --set agent.identity=serviceaccount
+render "$out/monitoring/edgeota.yaml" --show-only templates/monitoring.yaml --set monitoring.serviceMonitor.enabled=true \
+	--set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true
