@@ -19,6 +19,7 @@ type Metrics struct {
 	registerer        prometheus.Registerer
 	syncDuration      *prometheus.HistogramVec
 	podsDeleted       prometheus.Counter
+	podsPatched       prometheus.Counter
 	conditionsWritten *prometheus.CounterVec
 	rolloutNodes      *prometheus.GaugeVec
 	rolloutHalted     *prometheus.GaugeVec
@@ -57,6 +58,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		podsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgeota_controller_pods_deleted_total",
 			Help: "Out-of-date pods deleted by AdvancedRollingUpdate.",
+		}),
+		podsPatched: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgeota_controller_pods_patched_total",
+			Help: "Out-of-date pods whose images the controller patched in place (edgeota.io/update-method InPlaceIfPossible), both strategies.",
 		}),
 		conditionsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_conditions_written_total",
@@ -115,7 +120,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, p := range proofKinds {
 		m.proofs.WithLabelValues(string(p))
 	}
-	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.rolloutPulls, m.watchEvents, m.recordWrites,
+	reg.MustRegister(m.syncDuration, m.podsDeleted, m.podsPatched, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.rolloutPulls, m.watchEvents, m.recordWrites,
 		m.recordBytes, m.leaseReads, m.leaseRequests, m.rolloutProven, m.proofs, m.proofWait, m.challenges)
 	return m
 }
@@ -148,6 +153,8 @@ func (m *Metrics) observeSync(d time.Duration, err error) {
 }
 
 func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
+
+func (m *Metrics) podPatched() { m.podsPatched.Inc() }
 
 func (m *Metrics) recordWritten(bytes int) {
 	m.recordWrites.Inc()
