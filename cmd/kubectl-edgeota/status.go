@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -254,9 +256,12 @@ func (c *cli) print(v view) {
 		fmt.Fprintf(&b, "  %-10s %s\n", label, fmt.Sprintf(format, args...))
 	}
 	if s := v.status; s != nil && v.stage != stageComplete {
-		if s.Strategy != "" {
+		switch {
+		case s.Strategy != "" && s.UpdateMethod != "":
+			line("revision", "%d (%s), %s, %s", s.Revision, s.Hash, s.Strategy, s.UpdateMethod)
+		case s.Strategy != "":
 			line("revision", "%d (%s), %s", s.Revision, s.Hash, s.Strategy)
-		} else {
+		default:
 			line("revision", "%d (%s)", s.Revision, s.Hash)
 		}
 		line("updated", "%d of %s", s.Updated, nodes(s.Total))
@@ -299,6 +304,11 @@ func (c *cli) print(v view) {
 		}
 		if n := count(s.Offered); n > 0 {
 			line("offered", "%d not taken by the owner yet%s", n, c.when(s.Offered, ", the first deadline"))
+		}
+		if r := s.Recreate; r != nil && r.Count > 0 {
+			for _, why := range slices.Sorted(maps.Keys(r.Reasons)) {
+				line("recreate", "%s instead of in place: %s", nodes(r.Reasons[why]), why)
+			}
 		}
 	}
 	if v.window != "" && v.stage != stageComplete {
