@@ -56,6 +56,14 @@ const (
 // native back to back, the pair the target is about.
 var inPlaceModes = []inPlaceMode{inPlaceAnswers, inPlaceNative, inPlaceLeases, recreateAnswers}
 
+// modesOf are a round's runs with p: only the pair with BENCH_INPLACE_PAIR=1.
+func modesOf(p params) []inPlaceMode {
+	if p.inPlacePair {
+		return inPlaceModes[:2]
+	}
+	return inPlaceModes
+}
+
 // modeNames name the modes in the report.
 var modeNames = map[inPlaceMode]string{inPlaceAnswers: "in place, answers", inPlaceNative: "native",
 	inPlaceLeases: "in place, Leases alone", recreateAnswers: "recreate, answers"}
@@ -81,7 +89,11 @@ type inPlaceFigures struct {
 }
 
 func runInPlace(ctx context.Context, s *session, _ *findings) (table, error) {
-	progress("inplace: %d rounds of in place with answers, native, in place on the Leases alone, recreate with answers", s.p.pairs)
+	var names []string
+	for _, m := range modesOf(s.p) {
+		names = append(names, modeNames[m])
+	}
+	progress("inplace: %d rounds of %s", s.p.pairs, strings.Join(names, ", "))
 	f, err := benchInPlace(ctx, s)
 	if err != nil {
 		return table{}, err
@@ -120,17 +132,17 @@ func benchInPlace(ctx context.Context, s *session) (inPlaceFigures, error) {
 	}
 	image := 0
 	for round := 1; round <= s.p.pairs; round++ {
-		for _, mode := range inPlaceModes {
+		var walls []string
+		for _, mode := range modesOf(s.p) {
 			image++
 			r, err := measureInPlaceRun(ctx, s, ctrl, watches, beats, mode, image)
 			if err != nil {
 				return f, err
 			}
 			f.runs = append(f.runs, r)
+			walls = append(walls, fmt.Sprintf("%s %s", modeNames[mode], r.wall))
 		}
-		n := len(f.runs)
-		progress("inplace round %d: in place with answers %s, native %s, in place on the Leases alone %s, recreate with answers %s", round,
-			f.runs[n-4].wall, f.runs[n-3].wall, f.runs[n-2].wall, f.runs[n-1].wall)
+		progress("inplace round %d: %s", round, strings.Join(walls, ", "))
 	}
 	if f.memory, err = ctrl.memory(); err != nil {
 		return f, err
@@ -256,10 +268,12 @@ func inPlaceTable(p params, f inPlaceFigures) table {
 		{fmt.Sprintf("wall time in place, with the agents' answers (median of %d)", len(walls[inPlaceAnswers])),
 			seconds(measure.Median(walls[inPlaceAnswers])), seconds(measure.Median(native)), times(r) + " (" + spread(inPlaceAnswers) + ")",
 			"≤ " + times(inPlaceRatioTarget), verdict(r <= inPlaceRatioTarget)},
-		{"wall time in place, on the Leases alone", seconds(measure.Median(walls[inPlaceLeases])), seconds(measure.Median(native)),
-			times(ratio(inPlaceLeases)) + " (" + spread(inPlaceLeases) + ")", "", ""},
-		{"wall time recreated, with the agents' answers", seconds(measure.Median(walls[recreateAnswers])), seconds(measure.Median(native)),
-			times(ratio(recreateAnswers)) + " (" + spread(recreateAnswers) + ")", "", ""},
+	}
+	for _, m := range []inPlaceMode{inPlaceLeases, recreateAnswers} {
+		if len(walls[m]) > 0 {
+			rows = append(rows, row{"wall time " + modeNames[m], seconds(measure.Median(walls[m])), seconds(measure.Median(native)),
+				times(ratio(m)) + " (" + spread(m) + ")", "", ""})
+		}
 	}
 	var podWrites [4]float64
 	for _, m := range inPlaceModes {
@@ -273,6 +287,9 @@ func inPlaceTable(p params, f inPlaceFigures) table {
 		}
 	}
 	for _, m := range []inPlaceMode{inPlaceAnswers, inPlaceLeases, recreateAnswers} {
+		if len(f.runsOf(m)) == 0 {
+			continue
+		}
 		rows = append(rows, row{"API server writes per node and rollout, every client's (mean): " + modeNames[m],
 			writesPerNode(p, rolloutRuns(f.runsOf(m))), writesPerNode(p, rolloutRuns(f.runsOf(inPlaceNative))), "", "", ""})
 	}
@@ -305,16 +322,24 @@ func inPlaceTable(p params, f inPlaceFigures) table {
 		budgetRow(p, maxUnavailableOf(f.runsOf(inPlaceAnswers)), fmt.Sprint(maxUnavailableOf(f.runsOf(inPlaceNative)))),
 		controllerRSSRow("controller peak RSS (VmHWM)", f.memory),
 	)
-	var pairs []string
-	for i := 0; i+3 < len(f.runs); i += 4 {
-		pairs = append(pairs, fmt.Sprintf("%s / %s / %s / %s", seconds(f.runs[i].wall), seconds(f.runs[i+1].wall), seconds(f.runs[i+2].wall), seconds(f.runs[i+3].wall)))
+	modes := modesOf(p)
+	var names, rounds []string
+	for _, m := range modes {
+		names = append(names, modeNames[m])
+	}
+	for i := 0; i+len(modes) <= len(f.runs); i += len(modes) {
+		var ws []string
+		for _, r := range f.runs[i : i+len(modes)] {
+			ws = append(ws, seconds(r.wall))
+		}
+		rounds = append(rounds, strings.Join(ws, " / "))
 	}
 	return table{
 		title: fmt.Sprintf("Upgrades in place: %d nodes on node Leases, image change, maxUnavailable 10%%", p.nodes),
 		rows:  rows,
 		notes: []string{
 			"edgeota: ota-controller, AdvancedRollingUpdate, edgeota.io/update-method InPlaceIfPossible (the template labelled edgeota.io/in-place), simulated node agents answering its challenges; on the Leases alone with edgeota.io/agent-proof \"false\"; recreate: the same DaemonSet with edgeota.io/update-method Recreate; baseline: the native DaemonSet controller, RollingUpdate; rounds of the four on one cluster whose nodes renew Leases every 10 s",
-			"ratio: median of the per-round ratios against native, with their spread. Rounds (in place with answers / native / in place on the Leases alone / recreate with answers): " + strings.Join(pairs, ", "),
+			"ratio: median of the per-round ratios against native, with their spread. Rounds (" + strings.Join(names, " / ") + "): " + strings.Join(rounds, ", "),
 			"done: a node's kubelet observed its pod's spec (observedGeneration) and reports its container running the new image, Ready: for a pod patched in place, the local cluster's kubelet model restarts the container in one status write (localcluster/inplace.go); native's and recreate's new pods the same in KWOK's one write per start",
 			"a node's turn in place: from the patch (the pod seen at the new image in its spec) to its new container Ready, then to its proof of life; no pod is created or bound",
 			"pod writes: apiserver_request_total's writes of pods during each rollout (and the 0.5 s after it), every client's, per node; by writer (BENCH_AUDIT=1, a separate untimed run): the API server's audit log of the namespace's pod writes, the nodes' as one writer (KWOK's kubelet model and the simulated agents acting as their nodes)",

@@ -17,7 +17,7 @@ import (
 
 // requestedScenario: the owners' upgrades of an OTA DaemonSet in place
 // (issue 43): every node's owner asks, through the agent's own code
-// (server.RequestInPlace: the request written on the pod's status), one
+// (server.WriteUpgradeRequest: the request written on the pod's status), one
 // after another at requestRate, and the controller patches each pod. The
 // figure is the time from a request written (its status patch answered,
 // the bench's clock) to the controller sending its patch (its log, the
@@ -116,7 +116,7 @@ func runRequested(ctx context.Context, s *session, _ *findings) (table, error) {
 				millis(measure.Percentile(toSeen, 0.5)) + " / " + millis(measure.Percentile(toSeen, 0.99)), "", "", "", ""},
 		},
 		notes: []string{
-			fmt.Sprintf("an OTA DaemonSet (edgeota.io/update-method InPlaceIfPossible), its new image offered to every node (the offer saying in place); then each node's owner asks in turn, %d a second, by the agent's own code: the request written on the pod's status with UID and resourceVersion preconditions (server.RequestInPlace), with the bench's client; the controller carries each out whatever the budget", requestRate),
+			fmt.Sprintf("an OTA DaemonSet (edgeota.io/update-method InPlaceIfPossible), its new image offered to every node (the offer saying in place); then each node's owner asks in turn, %d a second, by the agent's own code: the request written on the pod's status with UID and resourceVersion preconditions (server.WriteUpgradeRequest), with the bench's client; the controller carries each out whatever the budget", requestRate),
 			"request written: when the API server answered the request's write (the bench's clock); patch sent: the controller's log line as it sends the patch (-v=2); both on this machine's clock",
 		},
 	}
