@@ -27,11 +27,13 @@
 //     that starts either or changes the nodes' heartbeat (status every few
 //     seconds, or node Leases as kubelets).
 //   - child.go: a measured process: its CPU time, memory and HTTP port.
-//   - rollout.go, cutoff.go, proof.go, atrest.go, requests.go, marking.go,
-//     nodeapi.go, identity.go, upgrade.go, persistence.go, watchers.go: one
-//     scenario each, with its targets and its table (requests.go also its
-//     measuring child); predownload.go: the two on
-//     modelled image pulls (predownload, badtag), run only when named.
+//   - rollout.go, cutoff.go, proof.go, inplace.go, atrest.go, requests.go,
+//     requested.go, marking.go, nodeapi.go, identity.go, upgrade.go,
+//     persistence.go, watchers.go: one scenario each, with its targets and
+//     its table (requests.go also its measuring child); predownload.go: the
+//     two on modelled image pulls (predownload, badtag), run only when named.
+//   - audit.go: the API server's audit log (BENCH_AUDIT=1) read into the
+//     pod writes by writer, for inplace.
 //   - waves.go: the rollout scenarios' default node heartbeat interval, and
 //     a rollout's pod, node and Lease events and agents' answers replayed
 //     into proof-of-life waits, budget-to-deletion latencies and waves.

@@ -57,6 +57,14 @@ type params struct {
 	// deadline passed while the window is closed: a controller that set
 	// its timers in the past would spin.
 	atRestTimed, atRestOverdue bool
+	// audit has the API server log the metadata of every pod write
+	// (BENCH_AUDIT=1), which the in-place scenario breaks down by writer:
+	// for a separate run, whose timings are not figures (audit.go).
+	audit bool
+	// inPlacePair has the in-place scenario's rounds run only its pair, in
+	// place with the agents' answers and native (BENCH_INPLACE_PAIR=1),
+	// for a ratio at a scale where the other two would take long.
+	inPlacePair bool
 	// imagePulls, when set, models image pulls on the cluster
 	// (BENCH_PULL_DELAY, the delay of every pull): a pod waits for its
 	// node to pull its images before it starts. Nil: every pod starts at
@@ -72,7 +80,7 @@ const defaultNodes = 500
 // defaults, refusing values too small to measure anything.
 func loadParams() (params, error) {
 	p := params{qps: controller.DefaultKubeAPIQPS, burst: controller.DefaultKubeAPIBurst}
-	var seconds, atRestSeconds, timed, agents int
+	var seconds, atRestSeconds, timed, agents, audit, pair int
 	for _, v := range []struct {
 		name     string
 		dst      *int
@@ -86,6 +94,8 @@ func loadParams() (params, error) {
 		{"BENCH_ATREST_SECONDS", &atRestSeconds, 60, 10},
 		{"BENCH_ATREST_TIMED", &timed, 0, 0},
 		{"BENCH_AGENTS", &agents, 0, 0},
+		{"BENCH_AUDIT", &audit, 0, 0},
+		{"BENCH_INPLACE_PAIR", &pair, 0, 0},
 	} {
 		*v.dst = v.def
 		s := os.Getenv(v.name)
@@ -108,6 +118,14 @@ func loadParams() (params, error) {
 		return p, fmt.Errorf("BENCH_AGENTS=%d: want 0 or 1", agents)
 	}
 	p.agents = agents == 1
+	if audit > 1 {
+		return p, fmt.Errorf("BENCH_AUDIT=%d: want 0 or 1", audit)
+	}
+	p.audit = audit == 1
+	if pair > 1 {
+		return p, fmt.Errorf("BENCH_INPLACE_PAIR=%d: want 0 or 1", pair)
+	}
+	p.inPlacePair = pair == 1
 	var err error
 	if p.rolloutHeartbeat, err = parseHeartbeat(os.Getenv("BENCH_HEARTBEAT")); err != nil {
 		return p, err

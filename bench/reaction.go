@@ -54,7 +54,8 @@ func readControllerLog(log io.Reader, year int) ([]logEvent, error) {
 			e.proof = decision.ProofHeartbeat
 		case strings.Contains(line, `] "`+controller.LogAnswerSettles+`"`):
 			e.proof = decision.ProofAnswer
-		case strings.Contains(line, `] "`+controller.LogDeletingPod+`"`):
+		case strings.Contains(line, `] "`+controller.LogDeletingPod+`"`), strings.Contains(line, `] "`+controller.LogPatchingPod+`"`):
+			// A take: a deletion, or a patch in place.
 		default:
 			continue
 		}

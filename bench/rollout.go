@@ -443,6 +443,13 @@ func (v heartbeatViews) close() {
 // settles, or its agent's answer (ota-controller's failure brake).
 func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], beats heartbeatViews, ns, ds, img string, proofOfLife bool) (rolloutRun, error) {
 	rec := newFlightRecorder(img)
+	// The pods at another image before the rollout: one seen later at img
+	// under its own name was patched in place.
+	for _, p := range pods.snapshot() {
+		if p.DeletionTimestamp == nil && len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image != img {
+			rec.old[p.Name] = true
+		}
+	}
 	pods.observe(rec.pod)
 	beats.observe(rec)
 	start := time.Now()

@@ -54,6 +54,11 @@ func newSession(ctx context.Context, p params, heartbeat localcluster.Heartbeat,
 	if !withCluster {
 		return &session{p: p, h: h, root: h.Root, logDir: h.LogDir}, nil
 	}
+	if p.audit {
+		if err := enableAudit(h.LogDir); err != nil {
+			return nil, errors.Join(err, h.Close())
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
 	opts := harness.ClusterOptions{Name: harness.UniqueClusterName("bench"), Nodes: p.nodes, NodeHeartbeat: heartbeat.Interval, NodeLeases: heartbeat.Leases,

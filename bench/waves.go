@@ -49,6 +49,9 @@ const (
 	podCreated
 	// podBound: the node's new pod was first seen bound to its node.
 	podBound
+	// podPatched: the node's pod, seen before at the old image, was seen
+	// patched to the new one (an upgrade in place); the node is in flight.
+	podPatched
 )
 
 // flightEvent is one event of a rollout, as the bench's watches saw it, in
@@ -77,7 +80,8 @@ type waveFigures struct {
 	proofWait time.Duration
 	// proven counts those nodes.
 	proven int
-	// replaced counts the nodes whose old pod was deleted, each once.
+	// replaced counts the nodes whose old pod was deleted (or patched in
+	// place), each once.
 	replaced int
 	// proofs are, in order, how the flights the proof of life ended did.
 	proofs []nodeProof
@@ -163,13 +167,18 @@ func analyzeWaves(start time.Time, events []flightEvent, proofOfLife bool) waveF
 	for _, e := range events {
 		fl := inFlight[e.node]
 		switch e.kind {
-		case podDeleted:
-			// A deletion takes budget; the first after a freeing event
-			// is the controller's answer to it.
+		case podDeleted, podPatched:
+			// A deletion (or a patch in place) takes budget; the first
+			// after a freeing event is the controller's answer to it.
 			if fl != nil {
 				continue
 			}
 			inFlight[e.node] = &flight{deleted: e.at}
+			if e.kind == podPatched {
+				// No pod to create or bind: the turn goes from the patch
+				// to the restarted containers' readiness.
+				inFlight[e.node].created, inFlight[e.node].bound = e.at, e.at
+			}
 			f.replaced++
 			if pending {
 				f.freeToDelete = append(f.freeToDelete, e.at.Sub(freed))
@@ -269,9 +278,11 @@ type flightRecorder struct {
 	// mu orders the events of the two watches as they arrive.
 	mu     sync.Mutex
 	events []flightEvent
-	// deleted, created, bound, settled and answered remember the pods
-	// already reported, so that each pod yields one event of each kind.
-	deleted, created, bound, settled, answered map[string]bool
+	// deleted, created, bound, settled, answered and patched remember the
+	// pods already reported, so that each pod yields one event of each
+	// kind; old the pods seen at another image (a pod seen at img after
+	// that was patched in place).
+	deleted, created, bound, settled, answered, patched, old map[string]bool
 	// heartbeat is each node's latest heartbeat seen, of either kind: the
 	// controller takes the later of the two.
 	heartbeat map[string]time.Time
@@ -279,16 +290,24 @@ type flightRecorder struct {
 
 func newFlightRecorder(img string) *flightRecorder {
 	return &flightRecorder{img: img, deleted: map[string]bool{}, created: map[string]bool{}, bound: map[string]bool{},
-		settled: map[string]bool{}, answered: map[string]bool{}, heartbeat: map[string]time.Time{}}
+		settled: map[string]bool{}, answered: map[string]bool{}, patched: map[string]bool{}, old: map[string]bool{}, heartbeat: map[string]time.Time{}}
 }
 
-// pod records an old pod's deletion, a new pod's creation, binding and
-// Ready, and its agent's answer.
+// pod records an old pod's deletion (or its patch in place), a new pod's
+// creation, binding and Ready (a patched pod's new container started and
+// Ready), and its agent's answer.
 func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	node, current := p.Spec.NodeName, p.Spec.Containers[0].Image == r.img
-	if current && p.DeletionTimestamp == nil {
+	if !current && p.DeletionTimestamp == nil {
+		r.old[p.Name] = true
+	}
+	if current && p.DeletionTimestamp == nil && r.old[p.Name] && !r.patched[p.Name] {
+		r.patched[p.Name] = true
+		r.events = append(r.events, flightEvent{at: at, node: node, kind: podPatched})
+	}
+	if current && p.DeletionTimestamp == nil && !r.old[p.Name] {
 		if !r.created[p.Name] {
 			r.created[p.Name] = true
 			r.events = append(r.events, flightEvent{at: at, node: cmp.Or(node, affinityNode(p)), kind: podCreated})
@@ -302,13 +321,19 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 	case p.DeletionTimestamp != nil && !current && !r.deleted[p.Name]:
 		r.deleted[p.Name] = true
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: podDeleted})
-	case p.DeletionTimestamp == nil && current && isReady(p) && !r.settled[p.Name]:
+	case p.DeletionTimestamp == nil && current && isReady(p) && runs(p, r.img) && !r.settled[p.Name]:
 		r.settled[p.Name] = true
 		var sent time.Time
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.ContainersReady {
 				sent = c.LastTransitionTime.Time
 			}
+		}
+		if r.patched[p.Name] {
+			// Settled from its new container's start, as the controller
+			// judges a pod patched in place (health.JudgeInPlace): its
+			// ContainersReady kept the old container's time.
+			sent = p.Status.ContainerStatuses[0].State.Running.StartedAt.Time
 		}
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: podSettled, sent: sent})
 	}

@@ -141,7 +141,7 @@ func TestFlightRecorderReportsEachPodOnceAndOnlyNewerHeartbeats(t *testing.T) {
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
 				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: ready},
-			}},
+			}, ContainerStatuses: runningStatus(img, ready)},
 		}
 		if deleting {
 			p.DeletionTimestamp = &metav1.Time{Time: now}
@@ -222,7 +222,7 @@ func TestFlightRecorderSeesTheAnswer(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{}},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Image: "img:v2"}}},
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}}}
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}, ContainerStatuses: runningStatus("img:v2", metav1.Time{})}}
 	now := time.Unix(1000, 0)
 	rec.pod(now, pod)
 	pod.Annotations[rollout.ChallengeAnnotation] = "uid/nonce"
@@ -285,5 +285,47 @@ func TestRecorderReadsAnUnboundPodsNodeFromItsAffinity(t *testing.T) {
 	want := []flightEvent{{at: now, node: "n7", kind: podCreated}, {at: now.Add(time.Second), node: "n7", kind: podBound}}
 	if !slices.Equal(rec.events, want) {
 		t.Errorf("events: got %+v, want %+v", rec.events, want)
+	}
+}
+
+// runningStatus is a container's status as a kubelet reports it once it
+// runs img, Ready, since started (the pods' generation observed: both 0).
+func runningStatus(img string, started metav1.Time) []corev1.ContainerStatus {
+	return []corev1.ContainerStatus{{Image: img, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}}
+}
+
+// TestFlightRecorderFollowsAPatchInPlace: a pod seen at the old image, then
+// patched to the new one, enters its flight at the patch (no creation, no
+// binding), and settles once its kubelet runs the new image, from the new
+// container's start, not the old ContainersReady.
+func TestFlightRecorderFollowsAPatchInPlace(t *testing.T) {
+	now := time.Unix(3000, 0)
+	old := metav1.NewTime(now.Add(-time.Hour))
+	started := metav1.NewTime(now.Add(2 * time.Second))
+	pod := func(specImage string, observed int64, statusImage string, start metav1.Time) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 2},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Image: specImage}}},
+			Status: corev1.PodStatus{ObservedGeneration: observed, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: old},
+			}, ContainerStatuses: runningStatus(statusImage, start)}}
+	}
+	r := newFlightRecorder("v2")
+	r.pod(now, pod("v1", 2, "v1", old))
+	r.pod(now.Add(time.Second), pod("v2", 1, "v1", old))   // patched: in flight
+	r.pod(now.Add(2*time.Second), pod("v2", 2, "v1", old)) // observed, the old container still reported
+	r.pod(now.Add(3*time.Second), pod("v2", 2, "v2", started))
+	want := []flightEvent{
+		{at: now.Add(time.Second), node: "n1", kind: podPatched},
+		{at: now.Add(3 * time.Second), node: "n1", kind: podSettled, sent: started.Time},
+	}
+	if !slices.EqualFunc(r.events, want, func(a, b flightEvent) bool {
+		return a.at.Equal(b.at) && a.node == b.node && a.kind == b.kind && a.sent.Equal(b.sent)
+	}) {
+		t.Errorf("got %+v, want %+v", r.events, want)
+	}
+	f := analyzeWaves(now, r.events, false)
+	if f.replaced != 1 || len(f.turns) != 1 || f.turns[0].ready != 2*time.Second {
+		t.Errorf("got %d replaced, turns %+v; want one, Ready 2 s after its patch", f.replaced, f.turns)
 	}
 }

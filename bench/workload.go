@@ -224,7 +224,20 @@ func (g *podGrouper) group(pods map[string]*corev1.Pod) map[string][]*corev1.Pod
 // upToDate reports whether a node's live pods are exactly one Ready pod
 // running img: the node is done.
 func upToDate(live []*corev1.Pod, img string) bool {
-	return len(live) == 1 && live[0].Spec.Containers[0].Image == img && isReady(live[0])
+	return len(live) == 1 && live[0].Spec.Containers[0].Image == img && isReady(live[0]) && runs(live[0], img)
+}
+
+// runs reports whether the pod's kubelet runs img: it observed the pod's
+// spec (observedGeneration caught up) and reports its container running
+// that image, Ready. A pod upgraded in place has its spec's image before
+// its kubelet restarted the container (and stays Ready all along when the
+// restart takes one sync); a new pod has both at once.
+func runs(p *corev1.Pod, img string) bool {
+	if p.Status.ObservedGeneration < p.Generation || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	c := p.Status.ContainerStatuses[0]
+	return c.Image == img && c.Ready && c.State.Running != nil
 }
 
 // allUpToDate reports whether every one of nodes is up to date with img.

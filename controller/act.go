@@ -2,8 +2,11 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,25 +18,26 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
 )
 
-// act carries out a decision: the deletions it admits, the OTA conditions
-// and offers, the offers that show held pods their limit, the challenges
-// of the nodes waiting for a proof of life, and the pre-pulls owners asked
-// for. It decides nothing. Deletions and challenges are left under way
-// when it returns (inBackground).
+// act carries out a decision: the deletions and patches in place it admits,
+// the OTA conditions and offers, the offers that show held pods their limit,
+// the challenges of the nodes waiting for a proof of life, and the pre-pulls
+// owners asked for. It decides nothing. Deletions, patches and challenges
+// are left under way when it returns (inBackground).
 func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, t *tracker, r *decision.Rollout, d *decision.Decision) error {
 	cfg := r.Settings()
 	verbosity := 4
-	if len(d.Delete) > 0 {
+	if len(d.Take) > 0 {
 		verbosity = 2
 	}
 	klog.FromContext(ctx).V(verbosity).Info("Rolling out", "nodes", d.Status.Total, "maxUnavailable", d.MaxUnavailable,
 		"unavailable", d.Unavailable, "inFlight", d.Status.InFlight, "failed", d.Status.Failed.Count, "maxFailed", d.MaxFailed,
-		"halted", d.Status.Halted, "paused", cfg.Paused, "deleting", len(d.Delete), "offering", len(d.Offered),
+		"halted", d.Status.Halted, "paused", cfg.Paused, "taking", len(d.Take), "offering", len(d.Offered),
 		"daemonSetResourceVersion", ds.ResourceVersion)
 	if len(d.Waiting) > 0 {
 		c.eventOnChange(ds, key, corev1.EventTypeWarning, rollout.ReasonSettledUnavailable,
@@ -44,7 +48,7 @@ func (c *Controller) act(ctx context.Context, ds *appsv1.DaemonSet, key string, 
 		c.eventMemo.clear(key, rollout.ReasonSettledUnavailable)
 	}
 	var errs []error
-	if err := c.deleteOldPods(ctx, ds, key, t, r, d.Delete); err != nil {
+	if err := c.takeOldPods(ctx, ds, key, t, r, d.Take); err != nil {
 		errs = append(errs, err)
 	}
 	var tasks []func(context.Context) error
@@ -88,23 +92,26 @@ func (c *Controller) writeStatuses(ctx context.Context, ds *appsv1.DaemonSet, ta
 	return errors.Join(failed...)
 }
 
-// deleteOldPods deletes the nodes' old pods, in parallel and in the
-// background, each once its in-flight entry is written: the entries
-// written ahead serve at once; a node without one has it written first, so
-// that a restarted controller knows what this one took away even if no
-// replacement ever comes. The deletions are expected from now on (see
-// expectations), so that no sync deletes past the budget on a cache that
-// does not show them yet, and none waits for their round trips either: the
-// budget the next proof of life frees is used at once. A failed deletion puts
-// the node back, says FailedDelete and requeues with backoff.
-func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, key string, t *tracker, r *decision.Rollout, takes []decision.Take) error {
+// takeOldPods deletes the nodes' old pods, or patches their images in
+// place as each Take says, in parallel and in the background, each once its
+// in-flight entry is written: the entries written ahead serve at once; a
+// node without one (or whose pod changed since it was written: a patch is
+// judged against the containers it was decided on) has it written first, so
+// that a restarted controller knows what this one took away, or patched,
+// even if no replacement ever comes. The takes are expected from now on (see
+// expectations), so that no sync takes past the budget on a cache that does
+// not show them yet, and none waits for their round trips either: the
+// budget the next proof of life frees is used at once. A failed take puts
+// the node back, says FailedDelete (FailedUpdatePodInPlace) and requeues
+// with backoff.
+func (c *Controller) takeOldPods(ctx context.Context, ds *appsv1.DaemonSet, key string, t *tracker, r *decision.Rollout, takes []decision.Take) error {
 	if len(takes) == 0 {
 		return nil
 	}
 	ledger, rec := r.Ledger(), t.record
 	unwritten := false
 	for _, take := range takes {
-		ledger.TakeAhead(take.Node, take.Pod)
+		ledger.TakeAhead(take.Node, take.Pod, take.InPlace)
 		unwritten = unwritten || !rec.Durable(take.Node)
 	}
 	if unwritten {
@@ -121,14 +128,22 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 	logger := klog.FromContext(ctx)
 	now := c.now()
 	for _, take := range takes {
-		c.expect.expectDeletion(key, take.Node, take.Pod.UID, now)
+		c.expect.expectDeletion(key, take.Node, take.Pod.UID, take.InPlace != nil, now)
 		c.markDirty(key, take.Node)
 		ledger.Taken(take.Node, take.Pod, now)
-		logger.V(2).Info(LogDeletingPod, "pod", klog.KRef(take.Pod.Namespace, take.Pod.Name), "node", take.Node, "podResourceVersion", take.Pod.ResourceVersion)
+		msg := LogDeletingPod
+		if take.InPlace != nil {
+			msg = LogPatchingPod
+		}
+		logger.V(2).Info(msg, "pod", klog.KRef(take.Pod.Namespace, take.Pod.Name), "node", take.Node, "podResourceVersion", take.Pod.ResourceVersion)
 	}
-	target := r.Target().Hash
+	target := r.Target()
 	tasks := make([]func(context.Context) error, len(takes))
 	for i, take := range takes {
+		if take.InPlace != nil {
+			tasks[i] = c.patchTask(ds, key, ledger, target, take)
+			continue
+		}
 		pod := take.Pod
 		tasks[i] = func(ctx context.Context) error {
 			err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
@@ -137,7 +152,7 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 			if err == nil || apierrors.IsNotFound(err) {
 				if err == nil {
 					c.metrics.podDeleted()
-					c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonDeletedPod, "Deleted pod %s on node %s to upgrade it to revision %s", pod.Name, take.Node, target)
+					c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonDeletedPod, "Deleted pod %s on node %s to upgrade it to revision %s", pod.Name, take.Node, target.Hash)
 				}
 				return nil // gone, by us or before us: its node is in flight
 			}
@@ -152,12 +167,91 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 	}
 	c.inBackground(ctx, key, func() error {
 		err := errors.Join(c.runParallel(ctx, tasks)...)
-		// The deletion times, after the deletions: the entries written
-		// ahead already hold the nodes; these start their clocks.
+		// The deletion (patch) times, after them: the entries written
+		// ahead already hold the nodes; these start their clocks, and
+		// keep the generations the patches made.
 		_, werr := c.records.Write(ctx, rec)
 		return errors.Join(err, werr)
 	})
 	return nil
+}
+
+// patchTask returns the patch of one take in place: one PATCH of the pod,
+// with its changed images and its two revision labels (InPlacePatch),
+// conditional on the pod's UID and resourceVersion, whose returned
+// generation is recorded. A refused patch (the pod changed since: a 409;
+// the admission policy) puts the node back, as a failed deletion does.
+func (c *Controller) patchTask(ds *appsv1.DaemonSet, key string, ledger *decision.Ledger, target *decision.Target, take decision.Take) func(context.Context) error {
+	pod := take.Pod
+	return func(ctx context.Context) error {
+		body, err := InPlacePatch(pod, target, take.InPlace)
+		if err == nil {
+			var patched *corev1.Pod
+			patched, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
+				metav1.PatchOptions{FieldManager: FieldManager})
+			if err == nil {
+				ledger.Patched(take.Node, pod.UID, patched.Generation)
+				c.metrics.podPatched()
+				c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonUpdatedInPlace, "Updated pod %s on node %s in place to revision %s: %s",
+					pod.Name, take.Node, target.Hash, imageList(take.InPlace.Images))
+				return nil
+			}
+		}
+		c.expect.deletionFailed(key, take.Node, pod.UID)
+		ledger.Untaken(take.Node, pod)
+		c.markDirty(key, take.Node)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedUpdateInPlace, "Updating pod %s on node %s in place failed: %v", pod.Name, take.Node, err)
+		return fmt.Errorf("updating pod %s/%s in place: %w", pod.Namespace, pod.Name, err)
+	}
+}
+
+// InPlacePatch is the one write of an upgrade in place: a strategic merge
+// patch of the pod that sets the images plan changes (regular containers
+// and native sidecars, merged by name) and the two labels by which the
+// native DaemonSet controller tells an updated pod (its IsPodUpdated),
+// controller-revision-hash and pod-template-generation, and nothing else;
+// conditional on the pod's UID and resourceVersion (a pod replaced, or
+// changed since the decision, is refused with a conflict). The API server
+// raises the pod's metadata.generation; the kubelet restarts each changed
+// container. The controller's admission policy admits no other change.
+func InPlacePatch(pod *decision.Pod, target *decision.Target, plan *inplace.Plan) ([]byte, error) {
+	type container struct {
+		Name  string `json:"name"`
+		Image string `json:"image"`
+	}
+	var spec struct {
+		Containers     []container `json:"containers,omitempty"`
+		InitContainers []container `json:"initContainers,omitempty"`
+	}
+	for _, name := range slices.Sorted(maps.Keys(plan.Images)) {
+		c := container{Name: name, Image: plan.Images[name]}
+		if slices.Contains(plan.Sidecars, name) {
+			spec.InitContainers = append(spec.InitContainers, c)
+		} else {
+			spec.Containers = append(spec.Containers, c)
+		}
+	}
+	labels := map[string]string{revisionHashLabel: target.Hash}
+	if target.TemplateGeneration != "" {
+		labels[podTemplateGenerationLabel] = target.TemplateGeneration
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pod.UID, "resourceVersion": pod.ResourceVersion, "labels": labels},
+		"spec":     spec,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return body, nil
+}
+
+// imageList renders images for an event: "app=registry/app:v2, sidecar=…".
+func imageList(images map[string]string) string {
+	parts := make([]string, 0, len(images))
+	for _, name := range slices.Sorted(maps.Keys(images)) {
+		parts = append(parts, name+"="+images[name])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // markOffers returns the writes that keep PodNeedUpgrade and the offer on
@@ -261,23 +355,29 @@ func pullFailedFor(r *decision.Rollout, node string) bool {
 }
 
 // offerCache encodes each distinct offer of a sync once: offers differ
-// between nodes only by their first offer's time.
-type offerCache map[time.Time]*string
+// between nodes only by their first offer's time, and by whether the node
+// moves in place.
+type offerCache map[offerKey]*string
+
+type offerKey struct {
+	at      time.Time
+	inPlace bool
+}
 
 func (oc offerCache) of(r *decision.Rollout, node string, templateImages func() map[string]string) *string {
 	o := r.Offer(node, templateImages)
-	var at time.Time
+	k := offerKey{inPlace: o.InPlace}
 	if o.OfferedAt != nil {
-		at = o.OfferedAt.Time
+		k.at = o.OfferedAt.Time
 	}
-	if v, ok := oc[at]; ok {
+	if v, ok := oc[k]; ok {
 		return v
 	}
 	value, err := podchannel.Encode(o)
 	if err != nil {
 		return nil
 	}
-	oc[at] = &value
+	oc[k] = &value
 	return &value
 }
 

@@ -68,11 +68,12 @@ const (
 // Log messages that tools read to time the controller's reactions (the
 // bench's "controller's own reaction"): a heartbeat, or an agent's answer,
 // that settles a node and so frees budget (-v=4, with the node), and a
-// deletion sent (-v=2).
+// deletion or patch in place sent (-v=2).
 const (
 	LogHeartbeatSettles = "Heartbeat proves the node alive"
 	LogAnswerSettles    = "Answer proves the node alive"
 	LogDeletingPod      = "Deleting pod"
+	LogPatchingPod      = "Patching pod in place"
 )
 
 // Controller reconciles opted-in DaemonSets. Work items are DaemonSet keys
@@ -98,19 +99,20 @@ type Controller struct {
 	synced      []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
-	// targetImages keeps the images of each DaemonSet's target revision.
-	targetImages revisionImageCache
-	trackersMu   sync.Mutex
-	trackers     map[string]*tracker
-	expect       *expectations
-	statuses     *statusWrites
-	heartbeats   *heartbeats
-	leases       *leases.Watcher
-	leaseClient  kube.Interface
-	leaseMode    leases.Mode
-	challenges   *challenges
-	rejections   *pullRejections
-	eventMemo    *eventMemo
+	// revisions keeps what the controller reads of each DaemonSet's
+	// revisions: the target's images, the templates' digests.
+	revisions   revisionCache
+	trackersMu  sync.Mutex
+	trackers    map[string]*tracker
+	expect      *expectations
+	statuses    *statusWrites
+	heartbeats  *heartbeats
+	leases      *leases.Watcher
+	leaseClient kube.Interface
+	leaseMode   leases.Mode
+	challenges  *challenges
+	rejections  *pullRejections
+	eventMemo   *eventMemo
 	// logger is NewController's: the informers' handlers have no context.
 	logger klog.Logger
 	// background tracks the writes a sync left under way (inBackground).

@@ -24,9 +24,11 @@
 //     DaemonSet changed), the decision, the record written before acting.
 //   - facts.go: a node's facts, from the caches and from what this process
 //     knows they may not show yet.
-//   - act.go: the writes a decision asks for: deletions (recorded first),
-//     PodNeedUpgrade and the offer, the held pods' offers; challenges.go: the
-//     proof-of-life challenges this process issued and their writes.
+//   - act.go: the writes a decision asks for: deletions and patches in
+//     place (recorded first; InPlacePatch is the one patch of an upgrade in
+//     place), PodNeedUpgrade and the offer, the held pods' offers;
+//     challenges.go: the proof-of-life challenges this process issued (per
+//     pod and generation) and their writes.
 //   - expectations.go: what this process deleted or wrote and has not seen
 //     in its caches yet, the one guard against acting twice on a stale cache.
 //   - publish.go: the edgeota.io/rollout-status annotation and the events of
@@ -35,7 +37,9 @@
 //   - heartbeats.go: which nodes each DaemonSet waits on for proof of life,
 //     and their Leases followed; controller.go's learnRenewals reads every
 //     node's last renewal once at start.
-//   - revision.go: the target revision and its images.
+//   - revision.go: the target revision, its images, and for upgrades in
+//     place every revision's template digests (package inplace) and whether
+//     the DaemonSet's template as cached is the target's.
 //   - prepull.go, prepulljob.go: image pre-pull Jobs.
 //   - metrics.go: Prometheus figures, per DaemonSet never per node, and
 //     the registry ota-controller serves (docs/operator/watching.md).

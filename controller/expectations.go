@@ -25,7 +25,8 @@ import (
 // ever).
 type expectations struct {
 	mu sync.Mutex
-	// deleting are the old pods deleted, by DaemonSet and node.
+	// deleting are the old pods taken (deleted, or patched in place), by
+	// DaemonSet and node.
 	deleting map[string]map[string]deletion
 	// writes are the status writes made on pods, by pod and kind: the
 	// resourceVersion of the pod as cached when the write was decided.
@@ -36,10 +37,13 @@ type expectations struct {
 	statuses map[string]bool
 }
 
-// deletion is an old pod deletion issued by this process.
+// deletion is an old pod's take issued by this process: its deletion, or
+// the patch of its images (patch), which the cache shows once the pod is up
+// to date (or gone).
 type deletion struct {
 	pod   types.UID
 	until time.Time
+	patch bool
 }
 
 // writeKey names one kind of write on one pod.
@@ -65,8 +69,9 @@ func newExpectations() *expectations {
 	return &expectations{deleting: map[string]map[string]deletion{}, writes: map[writeKey]string{}, statuses: map[string]bool{}}
 }
 
-// expectDeletion notes that the node's old pod is about to be deleted.
-func (e *expectations) expectDeletion(key, node string, pod types.UID, now time.Time) {
+// expectDeletion notes that the node's old pod is about to be deleted, or
+// patched in place (patch).
+func (e *expectations) expectDeletion(key, node string, pod types.UID, patch bool, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.deleting[key]
@@ -74,7 +79,7 @@ func (e *expectations) expectDeletion(key, node string, pod types.UID, now time.
 		m = map[string]deletion{}
 		e.deleting[key] = m
 	}
-	m[node] = deletion{pod: pod, until: now.Add(expectationTimeout)}
+	m[node] = deletion{pod: pod, until: now.Add(expectationTimeout), patch: patch}
 }
 
 // deletionFailed lowers the expectation of a deletion that was refused.
@@ -86,17 +91,17 @@ func (e *expectations) deletionFailed(key, node string, pod types.UID) {
 	}
 }
 
-// deletingOn returns the pod being deleted on the node, "" when none: an
-// expectation the cache has met (the pod is terminating or gone: observed
-// tells) or that timed out is dropped.
-func (e *expectations) deletingOn(key, node string, now time.Time, observed func(types.UID) bool) types.UID {
+// deletingOn returns the pod being taken on the node, "" when none: an
+// expectation the cache has met (the pod is terminating or gone, or shows
+// the patch: observed tells) or that timed out is dropped.
+func (e *expectations) deletingOn(key, node string, now time.Time, observed func(pod types.UID, patch bool) bool) types.UID {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	d, ok := e.deleting[key][node]
 	if !ok {
 		return ""
 	}
-	if now.After(d.until) || observed(d.pod) {
+	if now.After(d.until) || observed(d.pod, d.patch) {
 		delete(e.deleting[key], node)
 		return ""
 	}

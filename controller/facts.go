@@ -23,18 +23,18 @@ func (c *Controller) factsOf(ds *appsv1.DaemonSet, key string, target decision.T
 	return func(name string) decision.NodeFacts {
 		node := c.nodeByName(name)
 		f := decision.NodeFacts{Node: nodeFacts(name, node), Pods: c.podsOnNode(ds.UID, name), LeaseRenewed: c.heartbeats.seen(name)}
-		f.Deleting = c.expect.deletingOn(key, name, now, func(uid types.UID) bool {
+		f.Taking = c.expect.deletingOn(key, name, now, func(uid types.UID, patch bool) bool {
 			// The cache shows the deletion once the pod is terminating or
-			// gone.
+			// gone, the patch once the pod is up to date (or gone).
 			for _, p := range f.Pods {
-				if p.UID == uid && !p.Terminating {
+				if p.UID == uid && !p.Terminating && (!patch || !target.UpToDate(p)) {
 					return false
 				}
 			}
 			return true
 		})
 		for _, p := range f.Pods {
-			if p.Answer != 0 && c.challenges.answered(p.UID, p.Answer) {
+			if p.Answer != 0 && c.challenges.answered(p.UID, p.Health.Generation(), p.Answer) {
 				f.Answered = p.UID
 			}
 			if !p.Terminating && !target.UpToDate(p) {

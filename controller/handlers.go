@@ -200,6 +200,16 @@ func (c *Controller) updatePod(old, obj any) {
 	if p.Answer != oldPod.Answer && p.Node != "" && c.answers(p) {
 		return
 	}
+	if p.Requested() != "" && p.Requested() != oldPod.Requested() && p.Node != "" {
+		// An owner's request for an upgrade in place: the owner waits for
+		// it, so it is acted on at once, as an answer is, not after the
+		// batching of other pod changes.
+		if key := c.daemonSetKeyByUID(p.Owner); key != "" {
+			c.markDirty(key, p.Node)
+			c.queue.Add(key)
+			return
+		}
+	}
 	c.podChanged(p)
 }
 
@@ -211,7 +221,7 @@ func (c *Controller) updatePod(old, obj any) {
 // answer that comes after a heartbeat settled the node is a pod change like
 // any other. It reports whether it settled the node.
 func (c *Controller) answers(p *podRecord) bool {
-	if p.Answer == 0 || !c.challenges.answered(p.UID, p.Answer) {
+	if p.Answer == 0 || !c.challenges.answered(p.UID, p.Health.Generation(), p.Answer) {
 		return false
 	}
 	key := c.daemonSetKeyByUID(p.Owner)

@@ -38,6 +38,7 @@ type Metrics struct {
 	apiRequests       *prometheus.CounterVec
 	syncDuration      *prometheus.HistogramVec
 	podsDeleted       prometheus.Counter
+	podsPatched       prometheus.Counter
 	conditionsWritten *prometheus.CounterVec
 	rolloutNodes      *prometheus.GaugeVec
 	rolloutDesired    *prometheus.GaugeVec
@@ -205,6 +206,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edgeota_controller_pods_deleted_total",
 			Help: "Out-of-date pods deleted by AdvancedRollingUpdate.",
 		}),
+		podsPatched: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgeota_controller_pods_patched_total",
+			Help: "Out-of-date pods whose images the controller patched in place (edgeota.io/update-method InPlaceIfPossible), both strategies.",
+		}),
 		conditionsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_conditions_written_total",
 			Help: "Pod conditions written, by condition type.",
@@ -279,7 +284,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Proof-of-life challenges written on settled pods (one pods/status write each), by DaemonSet: with the agents' answers, what proof of life by answer costs the API server.",
 		}, perDaemonSet()),
 	}
-	reg.MustRegister(m.leader, m.apiRequests, m.syncDuration, m.podsDeleted, m.conditionsWritten,
+	reg.MustRegister(m.leader, m.apiRequests, m.syncDuration, m.podsDeleted, m.podsPatched, m.conditionsWritten,
 		m.rolloutNodes, m.rolloutDesired, m.rolloutRevision, m.rolloutHalted, m.rolloutHaltReason, m.rolloutPaused,
 		m.rolloutPulls, m.rolloutAwaiting, m.watchEvents, m.recordWrites, m.recordBytes, m.leaseReads, m.leaseRequests,
 		m.rolloutProven, m.proofs, m.proofWait, m.challenges,
@@ -362,6 +367,8 @@ func (m *Metrics) observeSync(d time.Duration, err error) {
 }
 
 func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
+
+func (m *Metrics) podPatched() { m.podsPatched.Inc() }
 
 func (m *Metrics) recordWritten(bytes int) {
 	m.recordWrites.Inc()

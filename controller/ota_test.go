@@ -279,7 +279,7 @@ func TestDaemonSetAheadOfItsRevisionRewritesNoOffer(t *testing.T) {
 // controller writes it: a patch replacing the pod template.
 func templateData(t *testing.T, template corev1.PodTemplateSpec) runtime.RawExtension {
 	t.Helper()
-	raw, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"$patch": "replace", "spec": template.Spec}}})
+	raw, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"$patch": "replace", "metadata": template.ObjectMeta, "spec": template.Spec}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,12 @@ func factsOfPod(pod *corev1.Pod) decision.Pod {
 		Created: unixtime.Of(pod.CreationTimestamp.Time),
 		Health:  health.PodOf(pod, intern),
 	}
+	if pod.Labels[rollout.InPlaceLabel] != "true" {
+		// What judges an upgrade in place (the generations, every
+		// container's ID) is kept for the pods that may be upgraded in
+		// place alone: their template carries the operator's consent.
+		p.Health.Run = nil
+	}
 	var rare decision.RarePod
 	if p.Hash == "" {
 		rare.Generation = intern(pod.Labels[podTemplateGenerationLabel])
@@ -82,6 +88,9 @@ func factsOfPod(pod *corev1.Pod) decision.Pod {
 	}
 	if h, err := podchannel.HoldOf(pod); err == nil && h != nil {
 		rare.HoldUntil = unixtime.Of(h.Until.Time)
+	}
+	if r, err := podchannel.RequestOf(pod); err == nil && r != nil && r.UID == pod.UID {
+		rare.Requested = intern(r.Revision)
 	}
 	if v, ok := pod.Annotations[rollout.OfferAnnotation]; ok {
 		p.Offer = podchannel.Hash(v)

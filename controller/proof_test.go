@@ -65,7 +65,7 @@ func TestAgentAnswerProvesLife(t *testing.T) {
 		t.Errorf("answered: got %v deleted, want [pod-1]", got)
 	}
 	// node-0 settled: its challenge is never read again, and is forgotten.
-	if _, kept := f.c.challenges.issued["pod-0-uid"]; kept {
+	if _, kept := f.c.challenges.issued[challengeKey{pod: "pod-0-uid"}]; kept {
 		t.Errorf("got pod-0's challenge kept after its node settled, want it forgotten")
 	}
 }

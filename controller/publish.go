@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -218,6 +220,17 @@ func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *rollout.
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutPaused, "Rollout of revision %d paused by %s", now.Revision, rollout.PausedAnnotation)
 	case !now.Paused && wasPaused:
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutResumed, "Rollout of revision %d resumed: %s removed", now.Revision, rollout.PausedAnnotation)
+	}
+	if now.Recreate != nil {
+		// Nodes of an in-place rollout that are recreated instead: once
+		// per reason and revision.
+		for _, why := range slices.Sorted(maps.Keys(now.Recreate.Reasons)) {
+			if sameRevision && prev.Recreate != nil && prev.Recreate.Reasons[why] > 0 {
+				continue
+			}
+			c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonInPlaceNotPossible, "Revision %d (%s): %s recreated instead of upgraded in place: %s",
+				now.Revision, now.Hash, nodesCount(now.Recreate.Reasons[why]), why)
+		}
 	}
 	wasComplete := sameRevision && prev.Complete()
 	if complete && !wasComplete && prev != nil {

@@ -3,15 +3,18 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -27,7 +30,9 @@ const (
 // targetRevision returns the DaemonSet's target: its newest
 // ControllerRevision (see rollout.NewestRevision); a zero hash while the
 // native controller has not created one yet (its creation requeues the
-// DaemonSet).
+// DaemonSet). For a DaemonSet that asks for upgrades in place it carries the
+// digests of every revision's template (package inplace), and whether the
+// DaemonSet's template as cached is the target's.
 func (c *Controller) targetRevision(ds *appsv1.DaemonSet, key string) (decision.Target, error) {
 	revisions, err := c.revisionLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
@@ -37,42 +42,86 @@ func (c *Controller) targetRevision(ds *appsv1.DaemonSet, key string) (decision.
 	if current == nil {
 		return decision.Target{}, nil
 	}
-	return decision.Target{Hash: current.Labels[revisionHashLabel], Number: current.Revision,
-		TemplateGeneration: ds.Annotations[templateGenerationAnnot], Images: c.targetImages.of(key, current)}, nil
+	t := decision.Target{Hash: current.Labels[revisionHashLabel], Number: current.Revision,
+		TemplateGeneration: ds.Annotations[templateGenerationAnnot]}
+	method, _ := rollout.ParseUpdateMethod(ds.Annotations[rollout.UpdateMethodAnnotation])
+	t.Images, t.Templates = c.revisions.of(key, ds.UID, current, revisions, method == rollout.MethodInPlaceIfPossible)
+	if target := t.Templates[t.Hash]; target != nil {
+		t.TemplateCurrent = ds.Annotations[templateDigestKey] == digestString(target.Full)
+	}
+	return t, nil
 }
 
-// revisionImageCache keeps the images of each DaemonSet's target revision
-// (revisionImages), by the revision's UID: a revision's data never changes,
-// and decoding it at every sync cost more than the rest of a sync's reads
-// at 2,000 nodes. One entry per DaemonSet, dropped when it is forgotten.
-type revisionImageCache struct {
+// revisionCache keeps what the controller reads of each DaemonSet's
+// revisions, decoded once per revision (by its UID): a revision's data never
+// changes, and decoding it at every sync cost more than the rest of a sync's
+// reads at 2,000 nodes. Per DaemonSet: the target's images (what an offer
+// names), and, for a DaemonSet that upgrades in place, every revision's
+// template digests. Dropped when the DaemonSet is forgotten.
+type revisionCache struct {
 	mu   sync.Mutex
-	byDS map[string]revisionImagesOf
+	byDS map[string]*dsRevisions
 }
 
-// revisionImagesOf is the images of the revision with the UID.
-type revisionImagesOf struct {
-	uid    types.UID
-	images map[string]string
+// dsRevisions is one DaemonSet's decoded revisions.
+type dsRevisions struct {
+	target    types.UID
+	images    map[string]string
+	templates map[types.UID]revisionTemplate
 }
 
-// of returns the images of the DaemonSet's target revision r. Read only.
-func (c *revisionImageCache) of(key string, r *appsv1.ControllerRevision) map[string]string {
+// revisionTemplate is one revision's hash and template digests.
+type revisionTemplate struct {
+	hash     string
+	template *inplace.Template
+}
+
+// of returns the images of the DaemonSet's target revision current, and,
+// when inPlace, the template digests of its revisions by hash (nil
+// otherwise). Read only.
+func (c *revisionCache) of(key string, dsUID types.UID, current *appsv1.ControllerRevision, revisions []*appsv1.ControllerRevision,
+	inPlace bool) (map[string]string, map[string]*inplace.Template) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.byDS[key]; ok && e.uid == r.UID {
-		return e.images
-	}
 	if c.byDS == nil {
-		c.byDS = map[string]revisionImagesOf{}
+		c.byDS = map[string]*dsRevisions{}
 	}
-	images := revisionImages(r)
-	c.byDS[key] = revisionImagesOf{uid: r.UID, images: images}
-	return images
+	d := c.byDS[key]
+	if d == nil {
+		d = &dsRevisions{}
+		c.byDS[key] = d
+	}
+	if d.target != current.UID {
+		d.target, d.images = current.UID, revisionImages(current)
+	}
+	if !inPlace {
+		d.templates = nil
+		return d.images, nil
+	}
+	kept := make(map[types.UID]revisionTemplate, len(revisions))
+	templates := make(map[string]*inplace.Template, len(revisions))
+	for _, r := range revisions {
+		if ref := metav1.GetControllerOfNoCopy(r); ref == nil || ref.UID != dsUID {
+			continue
+		}
+		rt, ok := d.templates[r.UID]
+		if !ok {
+			rt = revisionTemplate{hash: r.Labels[revisionHashLabel]}
+			if data, ok := decodeRevisionData(r.Data); ok {
+				rt.template = data.InPlace
+			}
+		}
+		kept[r.UID] = rt
+		if rt.hash != "" && rt.template != nil {
+			templates[rt.hash] = rt.template
+		}
+	}
+	d.templates = kept
+	return d.images, templates
 }
 
 // forget drops the DaemonSet's entry.
-func (c *revisionImageCache) forget(key string) {
+func (c *revisionCache) forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byDS, key)
@@ -81,29 +130,39 @@ func (c *revisionImageCache) forget(key string) {
 // revisionData is what the controller reads of a ControllerRevision's data
 // (the native controller's patch of the DaemonSet: its whole pod template),
 // and all the cache keeps of it (Transform): the containers as a pre-pull
-// Job copies them (trimContainers), whose images an offer names.
+// Job copies them (trimContainers), whose images an offer names, and the
+// template's digests for the rule of upgrades in place, computed from the
+// whole template the first time the revision is cached.
 type revisionData struct {
 	Spec struct {
-		Template struct {
-			Spec corev1.PodSpec `json:"spec"`
-		} `json:"template"`
+		Template corev1.PodTemplateSpec `json:"template"`
 	} `json:"spec"`
+	// InPlace are the template's digests (package inplace).
+	InPlace *inplace.Template `json:"edgeota.io/inPlace,omitempty"`
 }
 
-// decodeRevisionData reads a ControllerRevision's data, its containers
-// trimmed; false when it holds no template the controller can read.
+// decodeRevisionData reads a ControllerRevision's data, its template
+// digested (unless the data holds the digests already: the cache's own
+// trimmed data) and its containers trimmed; false when it holds no template
+// the controller can read.
 func decodeRevisionData(data runtime.RawExtension) (revisionData, bool) {
 	var d revisionData
 	if len(data.Raw) == 0 || json.Unmarshal(data.Raw, &d) != nil {
 		return d, false
 	}
+	if d.InPlace == nil {
+		if t, err := inplace.TemplateOf(&d.Spec.Template); err == nil {
+			d.InPlace = &t
+		}
+	}
 	spec := &d.Spec.Template.Spec
-	*spec = corev1.PodSpec{InitContainers: trimContainers(spec.InitContainers), Containers: trimContainers(spec.Containers)}
+	d.Spec.Template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{InitContainers: trimContainers(spec.InitContainers), Containers: trimContainers(spec.Containers)}}
+	spec = &d.Spec.Template.Spec
 	return d, len(spec.InitContainers)+len(spec.Containers) > 0
 }
 
 // trimRevisionData keeps only the containers of a ControllerRevision's data,
-// as decodeRevisionData reads them.
+// and its template's digests, as decodeRevisionData reads them.
 func trimRevisionData(data runtime.RawExtension) runtime.RawExtension {
 	d, ok := decodeRevisionData(data)
 	if !ok {
@@ -126,4 +185,27 @@ func revisionImages(r *appsv1.ControllerRevision) map[string]string {
 		return nil
 	}
 	return podchannel.ImagesOf(&d.Spec.Template.Spec)
+}
+
+// templateDigestKey is where the controller's cache of DaemonSets keeps a
+// digest of each DaemonSet's pod template (Transform): the cache keeps no
+// template, and a patch in place may label a pod with the DaemonSet's
+// template generation only while that template is the target revision's
+// (decision.Target.TemplateCurrent). Only in the cache: the controller never
+// writes a DaemonSet's annotations but its rollout status. A DaemonSet that
+// carries the key already is one transformed before (client-go may apply a
+// transform twice), whose template is trimmed: its digest is kept.
+const templateDigestKey = "edgeota.io/cached-template-digest"
+
+// digestString renders a template digest as templateDigestKey holds it.
+func digestString(d uint64) string { return strconv.FormatUint(d, 16) }
+
+// templateDigest is the digest of a DaemonSet's whole pod template, as
+// inplace.Template.Full digests a revision's; "" when it cannot be encoded.
+func templateDigest(t *corev1.PodTemplateSpec) string {
+	d, err := inplace.FullDigest(t)
+	if err != nil {
+		return ""
+	}
+	return digestString(d)
 }

@@ -205,7 +205,13 @@ func (c *Controller) refresh(ctx context.Context, t *tracker, ds *appsv1.DaemonS
 // writes it itself.
 func rolloutBasis(ds *appsv1.DaemonSet, cfg *decision.Settings, target decision.Target) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|%s|%s|%d|%d|%v", ds.UID, ds.Generation, cfg.Strategy, target.Hash, target.Number, ds.Spec.MinReadySeconds, cfg.PreDownload)
+	fmt.Fprintf(&b, "%s|%d|%s|%s|%d|%d|%v|%v", ds.UID, ds.Generation, cfg.Strategy, target.Hash, target.Number, ds.Spec.MinReadySeconds, cfg.PreDownload,
+		target.TemplateCurrent)
+	// The revisions whose pods may move in place: one pruned, or one come
+	// back, changes their plans.
+	for _, h := range slices.Sorted(maps.Keys(target.Templates)) {
+		fmt.Fprintf(&b, "|rev=%s", h)
+	}
 	for _, k := range slices.Sorted(maps.Keys(ds.Annotations)) {
 		if k != rollout.RolloutStatusAnnotation {
 			fmt.Fprintf(&b, "|%s=%s", k, ds.Annotations[k])
@@ -286,7 +292,7 @@ func (c *Controller) forget(ctx context.Context, key string) {
 	c.statuses.forget(key)
 	c.expect.forget(key)
 	c.eventMemo.forget(key)
-	c.targetImages.forget(key)
+	c.revisions.forget(key)
 	c.heartbeats.set(key, nil)
 	if namespace, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
 		c.metrics.forgetRollout(namespace, name)

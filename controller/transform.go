@@ -35,7 +35,15 @@ func Transform(obj any) (any, error) {
 	case *corev1.Pod:
 		trimPod(o)
 	case *appsv1.DaemonSet:
+		digest, transformed := o.Annotations[templateDigestKey]
+		if !transformed {
+			digest = templateDigest(&o.Spec.Template)
+		}
 		o.Annotations = keepKeys(o.Annotations, daemonSetAnnotations...)
+		if o.Annotations == nil {
+			o.Annotations = map[string]string{}
+		}
+		o.Annotations[templateDigestKey] = digest
 		trimTemplateSpec(&o.Spec.Template.Spec)
 	case *appsv1.ControllerRevision:
 		o.Data = trimRevisionData(o.Data)
@@ -49,7 +57,9 @@ func TransformDaemonPod(obj any) (any, error) { return podRecordOf(obj), nil }
 
 // daemonSetAnnotations are the DaemonSet annotations the controller reads:
 // the rollout's (rollout.DaemonSetAnnotations), and the native controller's
-// template generation, by which pods from before revision hashes are judged.
+// template generation, by which pods from before revision hashes are judged
+// and a pod patched in place is labelled. (The cache adds the template's
+// digest, templateDigestKey.)
 var daemonSetAnnotations = append(slices.Clone(rollout.DaemonSetAnnotations), templateGenerationAnnot)
 
 // trimPod keeps of a pre-pull Job's pod what tells the pull's outcome

@@ -11,11 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
@@ -157,22 +159,71 @@ func TestTargetImagesDecodedOncePerRevision(t *testing.T) {
 	first := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{UID: "r1"}, Data: templateData(t, ds.Spec.Template)}
 	ds.Spec.Template.Spec.Containers[0].Image = "nginx:1.20"
 	second := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{UID: "r2"}, Data: templateData(t, ds.Spec.Template)}
-	var cache revisionImageCache
-	if got := cache.of(testDSKey, first)["nginx"]; got != "nginx:1.19.4" {
+	var cache revisionCache
+	of := func(r *appsv1.ControllerRevision) map[string]string {
+		images, _ := cache.of(testDSKey, ds.UID, r, []*appsv1.ControllerRevision{r}, false)
+		return images
+	}
+	if got := of(first)["nginx"]; got != "nginx:1.19.4" {
 		t.Fatalf("got nginx image %q, want nginx:1.19.4", got)
 	}
 	// The same revision is not decoded again: data it no longer holds
 	// does not matter.
 	first.Data = runtime.RawExtension{}
-	if got := cache.of(testDSKey, first)["nginx"]; got != "nginx:1.19.4" {
+	if got := of(first)["nginx"]; got != "nginx:1.19.4" {
 		t.Errorf("got nginx image %q from the same revision, want nginx:1.19.4 as decoded before", got)
 	}
-	if got := cache.of(testDSKey, second)["nginx"]; got != "nginx:1.20" {
+	if got := of(second)["nginx"]; got != "nginx:1.20" {
 		t.Errorf("got nginx image %q after the target moved, want nginx:1.20", got)
 	}
 	cache.forget(testDSKey)
-	if got := cache.of(testDSKey, first); got != nil {
+	if got := of(first); got != nil {
 		t.Errorf("got images %v after forget, want those of the revision as it is now: none", got)
+	}
+}
+
+// TestRevisionTemplatesForInPlace: a ControllerRevision cached keeps its
+// template's digests, computed from the whole template before it is
+// trimmed; the cache of an in-place DaemonSet serves them by hash, for its
+// own revisions only, and the DaemonSet's cached template digest tells
+// whether it is the target's.
+func TestRevisionTemplatesForInPlace(t *testing.T) {
+	ds := newDaemonSet()
+	ds.Spec.Template.Labels = map[string]string{"app": "nginx", rollout.InPlaceLabel: "true"}
+	revision := func(uid, hash string, tpl corev1.PodTemplateSpec) *appsv1.ControllerRevision {
+		r := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Labels: map[string]string{revisionHashLabel: hash},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}},
+			Data: templateData(t, tpl)}
+		if _, err := Transform(r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	old := revision("r1", oldHash, ds.Spec.Template)
+	next := ds.Spec.Template.DeepCopy()
+	next.Spec.Containers[0].Image = "nginx:1.20"
+	target := revision("r2", newHash, *next)
+	stranger := revision("r3", "other", *next)
+	stranger.OwnerReferences = nil
+
+	var cache revisionCache
+	_, templates := cache.of(testDSKey, ds.UID, target, []*appsv1.ControllerRevision{old, target, stranger}, true)
+	if len(templates) != 2 || templates[oldHash] == nil || templates[newHash] == nil {
+		t.Fatalf("got templates %v, want the DaemonSet's two revisions'", templates)
+	}
+	plan := inplace.Classify(templates[oldHash], templates[newHash])
+	if !plan.InPlace || plan.Images["nginx"] != "nginx:1.20" {
+		t.Errorf("got plan %+v, want nginx patched in place: digests of the whole templates, before trimming", plan)
+	}
+
+	d := newDaemonSet()
+	d.Spec.Template = *next
+	got, _ := Transform(d)
+	if digest := got.(*appsv1.DaemonSet).Annotations[templateDigestKey]; digest != digestString(templates[newHash].Full) {
+		t.Errorf("got the DaemonSet's template digest %s, want the target revision's %s", digest, digestString(templates[newHash].Full))
+	}
+	if again, _ := Transform(got); again.(*appsv1.DaemonSet).Annotations[templateDigestKey] != got.(*appsv1.DaemonSet).Annotations[templateDigestKey] {
+		t.Errorf("transformed again, the digest changed: want it kept (the template is trimmed by then)")
 	}
 }
 

@@ -2,12 +2,15 @@ package decision
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
@@ -22,12 +25,14 @@ type Decision struct {
 	// Status is where the rollout stands, for the rollout status annotation,
 	// the metrics and the events.
 	Status rollout.Status
-	// Delete are the old pods to delete now (AdvancedRollingUpdate, and OTA
-	// offers past their deadline), within the budget: down ones first, then
-	// available ones in node name order. Each node has an in-flight entry in
-	// the ledger, maybe written ahead: it must be written before the pod is
-	// deleted.
-	Delete []Take
+	// Take are the old pods to take now, each deleted or patched in place
+	// as its Take says (AdvancedRollingUpdate, OTA offers past their
+	// deadline, and OTA owners' requests for an upgrade in place): the
+	// owners' requests first, whatever the budget, then within the budget
+	// down ones, then available ones in node name order. Each node has an
+	// in-flight entry in the ledger, maybe written ahead: it must be written
+	// before the pod is deleted or patched.
+	Take []Take
 	// Offered are the nodes offered the target in this decision (OTA): their
 	// entries are in the ledger, and PodNeedUpgrade=True may be written once
 	// they are.
@@ -53,10 +58,14 @@ type Decision struct {
 	WaitingForPull int
 }
 
-// Take is an old pod the rollout replaces.
+// Take is an old pod the rollout replaces: deleted (the native DaemonSet
+// controller creates its replacement from the template), or, when InPlace
+// is set, patched: its images as InPlace.Images says, and its two revision
+// labels, the pod staying.
 type Take struct {
-	Node string
-	Pod  *Pod
+	Node    string
+	Pod     *Pod
+	InPlace *inplace.Plan
 }
 
 // aheadMark is what the last Decide wrote ahead: unchanged takeable nodes
@@ -82,7 +91,18 @@ func (r *Rollout) Decide(now time.Time) Decision {
 	// the node is Ready); the rollout takes within what is left, the down
 	// old pods at no cost.
 	d.Unavailable = r.counts[StateInFlight] + r.counts[StateFailed] + r.counts[StateOldDown] + r.counts[StateSettledDown]
-	d.Allowed = max(d.MaxUnavailable-d.Unavailable, 0)
+	// The owners' requests for upgrades in place (OTA) go whatever the
+	// budget, pause, windows and holds, as an owner's deletion of a pod
+	// would; never once halted (the offers are withdrawn then). In flight,
+	// they count against the budget: the controller takes fewer of its own
+	// meanwhile.
+	var requests []Take
+	if !halted {
+		for _, node := range r.Requested() {
+			requests = append(requests, r.take(node, r.nodes[node].oldPod))
+		}
+	}
+	d.Allowed = max(d.MaxUnavailable-d.Unavailable-len(requests), 0)
 
 	// The pre-download gate: once the canary nodes settled, a node is taken
 	// only once its images are on it (or its pull timed out, when the
@@ -97,18 +117,19 @@ func (r *Rollout) Decide(now time.Time) Decision {
 			// own upgrades in flight count against it), in the node's
 			// window, after any hold's limit.
 			ch := r.choose(d.Allowed, false, gate)
-			d.Delete, d.WaitingForPull = ch.takes(), ch.waiting
-			r.writeAhead(d.MaxUnavailable+len(d.Delete), false, gate, len(d.Delete))
+			d.Take, d.WaitingForPull = r.takes(&ch), ch.waiting
+			r.writeAhead(d.MaxUnavailable+len(d.Take), false, gate, len(d.Take))
 		}
 	} else {
 		ch := r.choose(d.Allowed, true, gate)
 		heldBack, admitted = ch.heldBack, r.olds.Len()-(ch.heldBack-r.outside-r.zoneInvalid)
 		d.WaitingForPull = ch.waiting
 		if !halted && !r.cfg.Paused {
-			d.Delete = ch.takes()
-			r.writeAhead(d.MaxUnavailable+len(d.Delete), true, gate, len(d.Delete))
+			d.Take = r.takes(&ch)
+			r.writeAhead(d.MaxUnavailable+len(d.Take), true, gate, len(d.Take))
 		}
 	}
+	d.Take = r.patchable(append(requests, slices.DeleteFunc(d.Take, func(t Take) bool { return r.requested[t.Node] })...))
 	if gate && !halted && !r.cfg.Paused {
 		d.Pull = r.pulls(nodes)
 	}
@@ -140,14 +161,27 @@ type choice struct {
 	waiting int
 }
 
-func (ch *choice) takes() []Take {
+// takes are the choice's takes, each a deletion or a patch (Rollout.take).
+func (r *Rollout) takes(ch *choice) []Take {
 	out := make([]Take, 0, len(ch.replace)+len(ch.take))
 	for _, list := range [][]*nodeInfo{ch.replace, ch.take} {
 		for _, n := range list {
-			out = append(out, Take{Node: n.name, Pod: n.oldPod})
+			out = append(out, r.take(n.name, n.oldPod))
 		}
 	}
 	return out
+}
+
+// patchable leaves out of takes the patches the caches do not allow yet:
+// while the DaemonSet's template, as cached, is not the target revision's
+// (Target.TemplateCurrent), a patch could not label its pod with the
+// target's template generation. They wait for the cache that lags, whose
+// event syncs the DaemonSet again; deletions go on.
+func (r *Rollout) patchable(takes []Take) []Take {
+	if r.target.TemplateCurrent {
+		return takes
+	}
+	return slices.DeleteFunc(takes, func(t Take) bool { return t.InPlace != nil })
 }
 
 // partitionQuota is how many more of the nodes the rollout may touch may
@@ -288,33 +322,63 @@ func (r *Rollout) writeAhead(limit int, partitioned, gate bool, taking int) {
 	}
 	r.ahead = mark
 	for _, n := range r.choose(limit, partitioned, gate).take {
-		r.ledger.TakeAhead(n.name, n.oldPod)
+		r.ledger.TakeAhead(n.name, n.oldPod, r.take(n.name, n.oldPod).InPlace)
 	}
 }
 
 // TakeAhead records an in-flight entry written ahead of the deletion of the
-// node's old pod, unless it holds one for that pod already: the one place
-// such an entry is made. It keeps the node's first offer.
-func (l *Ledger) TakeAhead(node string, pod *Pod) {
+// node's old pod, or of the patch of its images (plan; nil: a deletion),
+// unless it holds that very entry already: the one place such an entry is
+// made. An upgrade in place keeps the pod's generation and containers as
+// cached, which its patch is conditional on (the pod's resourceVersion): a
+// pod that changed since has its entry made again, and written again before
+// the patch. It keeps the node's first offer.
+func (l *Ledger) TakeAhead(node string, pod *Pod, plan *inplace.Plan) {
 	e, ok := l.Entry(node)
-	if ok && e.Stage == StageInFlight && e.Pod == pod.UID {
+	var in *InPlace
+	if plan != nil {
+		in = inPlaceOf(pod, plan)
+	}
+	if ok && e.Stage == StageInFlight && e.Pod == pod.UID && e.InPlace.Equal(in) {
 		return
 	}
-	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, OfferedAt: e.OfferedAt}, false)
+	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, OfferedAt: e.OfferedAt, InPlace: in}, false)
 }
 
-// Taken records that the deletion of the node's old pod was issued at now:
-// the deadline of a node whose replacement never comes counts from it.
+// Taken records that the deletion of the node's old pod (or the patch of
+// its images) was issued at now: the deadline of a node whose replacement
+// never comes, or whose patched containers never settle, counts from it.
 func (l *Ledger) Taken(node string, pod *Pod, now time.Time) {
 	e, _ := l.Entry(node)
-	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, Since: timeOf(now), OfferedAt: e.OfferedAt}, false)
+	in := e.InPlace
+	if e.Pod != pod.UID {
+		in = nil
+	}
+	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, Since: timeOf(now), OfferedAt: e.OfferedAt, InPlace: in}, false)
 }
 
-// Untaken puts back an entry written ahead when a deletion failed: the old
-// pod is a candidate again.
+// Patched records the generation the patch of the node's pod returned: the
+// kubelet has taken the patch once it reports it observed.
+func (l *Ledger) Patched(node string, pod types.UID, generation int64) {
+	e, ok := l.Entry(node)
+	if !ok || e.Stage != StageInFlight || e.Pod != pod || e.InPlace == nil || e.InPlace.Generation == generation {
+		return
+	}
+	in := *e.InPlace
+	in.Generation = generation
+	e.InPlace = &in
+	l.Set(node, e, false)
+}
+
+// Untaken puts back an entry written ahead when a deletion or patch failed:
+// the old pod is a candidate again.
 func (l *Ledger) Untaken(node string, pod *Pod) {
 	e, _ := l.Entry(node)
-	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, OfferedAt: e.OfferedAt}, false)
+	in := e.InPlace
+	if e.Pod != pod.UID {
+		in = nil
+	}
+	l.Set(node, Entry{Stage: StageInFlight, Pod: pod.UID, OfferedAt: e.OfferedAt, InPlace: in}, false)
 }
 
 // offer makes the OTA offers the controls admit now: none while paused or
@@ -353,6 +417,11 @@ func (r *Rollout) offer(now time.Time, halted bool) (heldBack, admitted int, off
 		n := r.nodes[node]
 		r.remove(n)
 		n.offeredAt, n.unoffered, n.taken = unixtime.Of(e.OfferedAt.Time), false, n.eligible
+		if n.old {
+			// Its owner may have asked already (a request this very
+			// offer makes good).
+			n.verdict.requested = ownerRequested(&r.cfg, &r.target, r.planFor, n.oldPod, true)
+		}
 		if r.cfg.UpgradeDeadline > 0 && n.old {
 			if due := unixtime.Of(e.OfferedAt.Add(r.cfg.UpgradeDeadline)); n.verdict.at.IsZero() || due < n.verdict.at {
 				n.verdict.at = due
@@ -394,6 +463,16 @@ func (r *Rollout) status(d *Decision, failed int, halted bool, heldBack, admitte
 	}
 	if answer, heartbeat := r.proven[ProofAnswer], r.proven[ProofHeartbeat]; answer+heartbeat > 0 {
 		s.Proven = &rollout.ProvenNodes{Answer: answer, Heartbeat: heartbeat}
+	}
+	if r.cfg.InPlace {
+		s.UpdateMethod = rollout.MethodInPlaceIfPossible
+		count := 0
+		for _, n := range r.recreate {
+			count += n
+		}
+		if count > 0 {
+			s.Recreate = &rollout.Recreated{Count: count, Reasons: maps.Clone(r.recreate)}
+		}
 	}
 	what := "nodes"
 	if r.cfg.Strategy == rollout.StrategyOTA {
@@ -509,8 +588,9 @@ func (r *Rollout) NeedUpgrade(d *Decision, pod *Pod, durable bool) (want Conditi
 // may show a change ahead of its revision; templateImages serves a
 // revision whose data names none) and progress deadline, the first offer
 // and the upgrade deadline that follows, as the controller recorded them,
-// and the limit of holds. A copy for the agent to show: the controller never
-// reads it back.
+// the limit of holds, and whether the pod moves in place (the owner's
+// upgrade is then a request for the controller). A copy for the agent to
+// show and act on: the controller never reads it back.
 func (r *Rollout) Offer(node string, templateImages func() map[string]string) *podchannel.Offer {
 	o := &podchannel.Offer{Revision: r.target.Hash, Images: r.target.Images}
 	if o.Images == nil {
@@ -526,6 +606,9 @@ func (r *Rollout) Offer(node string, templateImages func() map[string]string) *p
 		}
 	}
 	o.HoldLimit = &metav1.Time{Time: r.cfg.HoldLimit(r.ledger.Meta().TargetSince.Time)}
+	if n, ok := r.nodes[node]; ok && n.oldPod != nil {
+		o.InPlace = r.planFor(n.oldPod).InPlace
+	}
 	return o
 }
 

@@ -19,12 +19,12 @@ func TestDeletesWithinTheBudget(t *testing.T) {
 	if got := deleted(d); !slices.Equal(got, []string{"node-0", "node-1"}) {
 		t.Fatalf("got %v deleted, want [node-0 node-1]", got)
 	}
-	if d := w.decide(); len(d.Delete) != 0 || d.Unavailable != 2 {
+	if d := w.decide(); len(d.Take) != 0 || d.Unavailable != 2 {
 		t.Fatalf("again: got %v deleted with %d unavailable, want none and 2: the deletions are in flight", deleted(d), d.Unavailable)
 	}
 	w.deliverDeletions()
 	w.replace("node-0", true)
-	if d := w.decide(); len(d.Delete) != 0 {
+	if d := w.decide(); len(d.Take) != 0 {
 		t.Fatalf("settled, not proven: got %v deleted, want none", deleted(d))
 	}
 	w.heartbeat("node-0", w.now.Add(2*time.Second))
@@ -96,7 +96,7 @@ func TestSettledNodeRebootIsNotAFailure(t *testing.T) {
 	w.replace("node-1", true)
 	w.heartbeat("node-1", w.now.Add(2*time.Second))
 	d = w.decide()
-	if len(d.Delete) != 0 || !slices.Equal(d.Waiting, []string{"node-0"}) {
+	if len(d.Take) != 0 || !slices.Equal(d.Waiting, []string{"node-0"}) {
 		t.Fatalf("got %v deleted, waiting for %v; want none deleted, waiting for [node-0]", deleted(d), d.Waiting)
 	}
 	// Even a crash loop of a settled node is not the rollout's failure.
@@ -142,7 +142,7 @@ func TestFailuresHaltTheRollout(t *testing.T) {
 		crashLoop(w.replace(n, false))
 	}
 	d := w.decide()
-	if !d.Status.Halted || d.Status.Failed.Count != 2 || len(d.Delete) != 0 {
+	if !d.Status.Halted || d.Status.Failed.Count != 2 || len(d.Take) != 0 {
 		t.Fatalf("got halted %v, %d failed, %v deleted; want halted, 2, none", d.Status.Halted, d.Status.Failed.Count, deleted(d))
 	}
 	if !strings.Contains(d.Status.Reason, "2 nodes failed (max-failed 2)") {
@@ -185,7 +185,7 @@ func TestAgentAnswerProvesLife(t *testing.T) {
 	}
 	w.answer["node-0"] = "another-pod"
 	w.dirty["node-0"] = true
-	if d := w.decide(); len(d.Delete) != 0 {
+	if d := w.decide(); len(d.Take) != 0 {
 		t.Fatalf("an answer about another pod: got %v deleted, want none", deleted(d))
 	}
 	w.answer["node-0"] = p.UID
@@ -203,7 +203,7 @@ func TestHeartbeatBeforeSettledProvesNothing(t *testing.T) {
 	w.deliverDeletions()
 	w.replace("node-0", true)
 	w.heartbeat("node-0", w.now.Truncate(time.Second).Add(500*time.Millisecond))
-	if d := w.decide(); len(d.Delete) != 0 {
+	if d := w.decide(); len(d.Take) != 0 {
 		t.Errorf("a heartbeat in the settled second: got %v deleted, want none", deleted(d))
 	}
 }

@@ -5,9 +5,11 @@
 //   - each node's verdict: old, in flight, settled, failed, skipped
 //     (judge.go, clock.go), and what the record must hold about it (a
 //     failure, a node settled, in flight, offered);
-//   - whether the rollout halts, and why; which old pods to delete within
-//     the budget; which nodes to offer the target (OTA); when to wake next;
-//     and the status that reports it all (decide.go).
+//   - whether the rollout halts, and why; which old pods to take within
+//     the budget, each deleted or patched in place (a Take, its plan from
+//     package inplace's rule); which nodes to offer the target (OTA), and
+//     which owners' requests for an upgrade in place to carry out; when to
+//     wake next; and the status that reports it all (decide.go).
 //
 // Where to look: the failure brake halts in Decide (decide.go), a node
 // fails in judge (judge.go), a window or a hold holds a node in clockHolds

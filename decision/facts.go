@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 )
 
@@ -24,6 +25,17 @@ type Target struct {
 	// Images maps each container of the revision's template to its image;
 	// nil when the revision's data names none.
 	Images map[string]string
+	// Templates are the digests of the DaemonSet's revisions' pod
+	// templates (package inplace), by revision hash, the target's among
+	// them: what decides whether a pod moves to the target in place. Nil
+	// for a DaemonSet that upgrades by recreation.
+	Templates map[string]*inplace.Template
+	// TemplateCurrent: the DaemonSet's template, as its cache shows it, is
+	// the target revision's, so that TemplateGeneration is the target's
+	// and a patch may label a pod with it. A cache that shows the
+	// DaemonSet a change ahead of its revisions (or behind) holds the
+	// patches back until it catches up.
+	TemplateCurrent bool
 }
 
 // Same reports whether t and o are one target: the same hash under the same
@@ -100,9 +112,10 @@ func (s SharedCondition) Get() Condition {
 // Pod is what a decision reads of one DaemonSet pod, and what the
 // controller's writes compare against: the controller caches pods as these
 // records and nothing else, thousands of them, so a Pod is laid out for
-// size (224 bytes, against 520 with time.Times and the rare fields inline):
+// size (232 bytes, against 520 with time.Times and the rare fields inline):
 // times in 8 bytes, the OTA conditions shared, values compared as hashes,
-// and what few pods have behind Rare.
+// what few pods have behind Rare, and what an upgrade in place is judged by
+// behind Health.Run (kept for the pods that opted in alone).
 type Pod struct {
 	// Namespace, Name and UID identify the pod; ResourceVersion the state
 	// it was read in (a write made from it is seen once the cache moves
@@ -154,6 +167,10 @@ type RarePod struct {
 	// HoldUntil is the end of the owner's hold on the pod (zero: none, or
 	// one that does not parse).
 	HoldUntil unixtime.Time
+	// Requested is the revision the owner's request to upgrade the pod in
+	// place names (podchannel.UpgradeRequest, for this pod's UID); "" when
+	// none, or one for another pod or that does not parse.
+	Requested string
 }
 
 // Generation is the pod-template-generation label of a pod without a hash;
@@ -182,6 +199,15 @@ func (p *Pod) HoldUntil() time.Time {
 	return p.Rare.HoldUntil.Time()
 }
 
+// Requested is the revision the owner asked to upgrade the pod to in
+// place; "" when none.
+func (p *Pod) Requested() string {
+	if p.Rare == nil {
+		return ""
+	}
+	return p.Rare.Requested
+}
+
 // DeepCopy returns a copy of p that shares nothing a writer could change
 // (the shared conditions are never changed).
 func (p *Pod) DeepCopy() *Pod {
@@ -201,14 +227,16 @@ type NodeFacts struct {
 	Node Node
 	// Pods are the DaemonSet's pods on the node, terminating ones included.
 	Pods []*Pod
-	// Deleting is the UID of the old pod this process deleted there and its
-	// cache does not show deleted yet; "" when none.
-	Deleting types.UID
+	// Taking is the UID of the old pod this process deleted or patched
+	// there and its cache does not show deleted (or patched) yet; "" when
+	// none.
+	Taking types.UID
 	// LeaseRenewed is the latest renewal of the node's Lease seen, by the
 	// node's clock.
 	LeaseRenewed time.Time
 	// Answered is the UID of the pod whose proof-of-life challenge the node
-	// answered with the nonce this process issued; "" when none.
+	// answered with the nonce this process issued for the pod's current
+	// generation; "" when none.
 	Answered types.UID
 	// Pull is where the pull of the target's images for the node's old pod
 	// stands.

@@ -26,8 +26,9 @@ type held struct {
 
 // heldRare is what an uncommon entry carries besides.
 type heldRare struct {
-	reason string
-	pod    types.UID
+	reason  string
+	pod     types.UID
+	inPlace *InPlace
 	// stage and proof, when their code is unnamed.
 	stage Stage
 	proof Proof
@@ -94,8 +95,8 @@ func hold(e Entry) held {
 	if e.NoPodLost {
 		h.flags |= noPodLost
 	}
-	if e.Reason != "" || e.Pod != "" || h.stage == stageUnnamed || h.proof == proofUnnamed {
-		h.rare = &heldRare{reason: e.Reason, pod: e.Pod}
+	if e.Reason != "" || e.Pod != "" || e.InPlace != nil || h.stage == stageUnnamed || h.proof == proofUnnamed {
+		h.rare = &heldRare{reason: e.Reason, pod: e.Pod, inPlace: e.InPlace}
 		if h.stage == stageUnnamed {
 			h.rare.stage = e.Stage
 		}
@@ -125,7 +126,7 @@ func (h held) entry() Entry {
 		e.Proof = proofs[h.proof]
 	}
 	if h.rare != nil {
-		e.Reason, e.Pod = h.rare.reason, h.rare.pod
+		e.Reason, e.Pod, e.InPlace = h.rare.reason, h.rare.pod, h.rare.inPlace
 		if h.stage == stageUnnamed {
 			e.Stage = h.rare.stage
 		}

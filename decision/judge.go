@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
@@ -88,9 +89,9 @@ type verdict struct {
 	// it still reaches the API server; a heartbeat sent after proofAfter,
 	// or an answer to a challenge about pod proofPod, will.
 	awaitsProof bool
-	// deleting: this process deleted the node's old pod, which the cache
-	// still shows running.
-	deleting bool
+	// taking: this process deleted or patched the node's old pod, which
+	// the cache still shows as it was.
+	taking bool
 	// updated: a skipped node that runs the target (settled, then went
 	// offline).
 	updated bool
@@ -102,14 +103,20 @@ type verdict struct {
 	pulled, pulling, pullTimedOut, pullJob bool
 	// failedNow: this judgement failed the node (not an earlier one).
 	failedNow bool
+	// requested: an OTA node whose owner asked for the upgrade in place
+	// offered (podchannel.UpgradeRequest naming the target).
+	requested bool
 }
 
 // rareVerdict is what few verdicts carry.
 type rareVerdict struct {
 	// why a node failed.
 	why string
-	// proofPod: see verdict.awaitsProof.
-	proofPod types.UID
+	// proofPod: see verdict.awaitsProof; proofGeneration is its
+	// metadata.generation, whose challenge an answer must echo (a pod
+	// upgraded in place is challenged again at each upgrade).
+	proofPod        types.UID
+	proofGeneration int64
 	// proven: this very judgement settled the node, by this proof (its
 	// Rollout reports it, NoticeProven); empty otherwise.
 	proven Proof
@@ -135,6 +142,15 @@ func (v *verdict) proofPod() types.UID {
 		return ""
 	}
 	return v.rare.proofPod
+}
+
+// proofGeneration is the generation of the pod whose proof of life the node
+// awaits.
+func (v *verdict) proofGeneration() int64 {
+	if v.rare == nil {
+		return 0
+	}
+	return v.rare.proofGeneration
 }
 
 // proven is the proof that settled the node in this very judgement.
@@ -202,6 +218,8 @@ type judgement struct {
 	target *Target
 	ledger *Ledger
 	meta   Meta
+	// plan is how a pod moves to the target (Rollout.planFor).
+	plan func(*Pod) inplace.Plan
 	// adopt: the record of the target is new to this controller (no meta
 	// found): a standing PodNeedUpgrade=True naming the target is adopted
 	// as an offer made now (an older edgeota's, or OpenYurt's).
@@ -221,6 +239,10 @@ type judgement struct {
 //     its agent's answer to a challenge issued after); it fails when it
 //     leaves Ready, or when health.Judge fails the pod (crash loop at once,
 //     not available by the deadline after the pod's creation);
+//   - a node whose pod this controller patched (upgrade in place) is the
+//     same, judged by health.JudgeInPlace against its entry (the
+//     generation the patch made, the containers before it), from the
+//     patch: its pod's creation and its old readiness tell nothing of it;
 //   - a node whose replacement exists but is not bound is in flight from
 //     the replacement's creation, and fails at the deadline, naming the
 //     scheduler's reason;
@@ -262,7 +284,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			}
 		}
 	}
-	deleting := f.Deleting != "" && np.oldPod != nil && np.oldPod.UID == f.Deleting
+	taking := f.Taking != "" && np.oldPod != nil && np.oldPod.UID == f.Taking
 	fail := func(why string) verdict {
 		j.ledger.Set(name, Entry{Stage: StageFailed, Reason: why, At: timeOf(j.now), OfferedAt: entry.OfferedAt}, true)
 		return failedVerdict(StateFailed, why)
@@ -271,17 +293,33 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 
 	switch {
 	case np.newPod != nil && np.newPod.Bound:
-		// A new pod runs here: in flight, settled or failed. Its creation
-		// starts the clock; an in-flight entry has done its work.
-		if hasEntry && entry.Stage == StageInFlight {
-			j.keepOffer(name, entry)
-		}
+		// A new pod runs here: in flight, settled or failed. A pod this
+		// controller patched (its in-flight entry says so) is judged from
+		// the patch, by what the kubelet reports of it since; any other
+		// from its creation, and an in-flight entry has done its work.
 		pod := np.newPod
-		v := health.Judge(&pod.Health, pod.Created.Time(), j.cfg.MinReadySeconds, deadline, j.now)
-		var settledAt time.Time
-		if v.State == health.Settled && np.oldPod == nil && !np.several {
-			settledAt = health.SettledAt(&pod.Health, j.cfg.MinReadySeconds)
-			if proof := proofOf(f, pod.UID, settledAt); proof != "" {
+		patched := hasEntry && entry.Stage == StageInFlight && entry.InPlace != nil && entry.Pod == pod.UID
+		var v health.Verdict
+		switch {
+		case patched:
+			if entry.Since == nil {
+				// Patched by a controller that stopped before it recorded
+				// when: the clock starts now, recorded so that it does not
+				// start again.
+				entry.Since = timeOf(j.now)
+				j.ledger.Set(name, entry, false)
+			}
+			up := entry.InPlace.Expect()
+			v = health.JudgeInPlace(&pod.Health, &up, entry.Since.Time, j.cfg.MinReadySeconds, deadline, j.now)
+		default:
+			if hasEntry && entry.Stage == StageInFlight {
+				j.keepOffer(name, entry)
+			}
+			v = health.Judge(&pod.Health, pod.Created.Time(), j.cfg.MinReadySeconds, deadline, j.now)
+		}
+		settles := v.State == health.Settled && np.oldPod == nil && !np.several
+		if settles {
+			if proof := proofOf(f, pod.UID, v.SettledAt); proof != "" {
 				j.ledger.Set(name, Entry{Stage: StageSettled, At: timeOf(j.now), OfferedAt: entry.OfferedAt, Proof: proof}, false)
 				v := j.settled(node, &np)
 				v.rare = &rareVerdict{proven: proof}
@@ -295,8 +333,9 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			return fail(fmt.Sprintf("%s: %s", v.Reason, v.Message))
 		}
 		out := verdict{state: StateInFlight}
-		if v.State == health.Settled && np.oldPod == nil && !np.several {
-			out.awaitsProof, out.proofAfter, out.rare = true, unixtime.Of(settledAt), &rareVerdict{proofPod: pod.UID}
+		if settles {
+			out.awaitsProof, out.proofAfter = true, unixtime.Of(v.SettledAt)
+			out.rare = &rareVerdict{proofPod: pod.UID, proofGeneration: pod.Health.Generation()}
 		}
 		if v.Recheck > 0 {
 			out.at = unixtime.Of(j.now.Add(v.Recheck))
@@ -311,10 +350,10 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 		}
 		return j.podless(np.newPod.Created.Time(), node.Ready, unscheduledWhy(np.newPod), fail)
 
-	case deleting:
-		// Deleted by this process, still running in a lagging cache: in
-		// flight, and not to be deleted again.
-		return verdict{state: StateInFlight, deleting: true}
+	case taking:
+		// Deleted or patched by this process, shown as it was in a lagging
+		// cache: in flight, and not to be taken again.
+		return verdict{state: StateInFlight, taking: true}
 
 	case np.oldPod != nil:
 		// An old pod runs here: a candidate if Ready and available.
@@ -338,6 +377,10 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			}
 		}
 		j.clockHolds(&v, node, np.oldPod, entry)
+		// Its owner may have asked, through the agent, for the upgrade in
+		// place the controller offered: carried out as the owner's own
+		// upgrades are, whatever the budget, the window or a hold.
+		v.requested = ownerRequested(j.cfg, j.target, j.plan, np.oldPod, entry.OfferedAt != nil)
 		return v
 
 	case np.terminating != nil:
@@ -464,6 +507,15 @@ func (j *judgement) podless(since time.Time, ready bool, why string, fail func(s
 		return fail(fmt.Sprintf("%s within %s", why, j.cfg.Deadline))
 	}
 	return verdict{state: StateInFlight, at: unixtime.Of(end)}
+}
+
+// ownerRequested reports whether an OTA node's old pod carries its owner's
+// request for the upgrade in place to the target, which the controller
+// offered it (offered: its entry records the offer; never the pod's own
+// copy) and which its plan makes in place: the one rule of what the
+// controller carries out for an owner.
+func ownerRequested(cfg *Settings, target *Target, plan func(*Pod) inplace.Plan, pod *Pod, offered bool) bool {
+	return cfg.Strategy == rollout.StrategyOTA && offered && pod.Requested() == target.Hash && plan(pod).InPlace
 }
 
 // offersTarget reports whether the pod carries PodNeedUpgrade True naming the

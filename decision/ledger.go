@@ -3,11 +3,15 @@ package decision
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/inplace"
 )
 
 // Stage is where one node stands in the rollout of the target revision, as
@@ -61,6 +65,72 @@ type Entry struct {
 	// proof the same after a restart. Empty in entries an older controller
 	// wrote.
 	Proof Proof `json:"proof,omitempty"`
+	// InPlace is, in flight, the upgrade in place of Pod: what its patch
+	// writes and what the node is judged against (the generation the patch
+	// made, the containers that ran before it). Written before the patch,
+	// as a deletion's entry is, and completed once the patch returns. Nil
+	// for a node whose pod is recreated.
+	InPlace *InPlace `json:"inPlace,omitempty"`
+}
+
+// InPlace is an upgrade in place as the rollout record keeps it: the
+// controller's own, never read from the pod, whose annotations a node may
+// rewrite.
+type InPlace struct {
+	// From is the revision hash the pod ran before the patch.
+	From string `json:"from,omitempty"`
+	// Images are what the patch writes: the changed containers (regular
+	// ones and native sidecars), by name, with their new image.
+	Images map[string]string `json:"images"`
+	// Before is the pod's metadata.generation the patch was decided on (it
+	// is conditional on the pod's resourceVersion, so the generation too).
+	Before int64 `json:"before"`
+	// Generation is the pod's metadata.generation the patch returned; 0
+	// until it returned (a controller stopped before: Before+1, what a
+	// patch of the spec makes).
+	Generation int64 `json:"generation,omitempty"`
+	// Containers are the IDs of the pod's containers before the patch
+	// (health.ContainerID, in hexadecimal), by name: a changed container
+	// is upgraded once it runs under another.
+	Containers map[string]string `json:"containers,omitempty"`
+}
+
+// Expect is what the node is judged against (health.JudgeInPlace).
+func (p *InPlace) Expect() health.InPlace {
+	up := health.InPlace{Generation: p.Generation, Before: make(map[string]uint64, len(p.Containers)),
+		Changed: slices.Sorted(maps.Keys(p.Images))}
+	if up.Generation == 0 {
+		up.Generation = p.Before + 1
+	}
+	for name, id := range p.Containers {
+		if v, err := strconv.ParseUint(id, 16, 64); err == nil {
+			up.Before[name] = v
+		}
+	}
+	return up
+}
+
+// Equal reports whether two entries' upgrades in place say the same.
+func (p *InPlace) Equal(q *InPlace) bool {
+	if p == nil || q == nil {
+		return p == q
+	}
+	return p.From == q.From && p.Before == q.Before && p.Generation == q.Generation &&
+		maps.Equal(p.Images, q.Images) && maps.Equal(p.Containers, q.Containers)
+}
+
+// inPlaceOf is the write-ahead entry part of the upgrade in place of pod to
+// plan's images: the pod's generation and containers as cached (planFor
+// plans no upgrade in place of a pod without them).
+func inPlaceOf(pod *Pod, plan *inplace.Plan) *InPlace {
+	p := &InPlace{From: pod.Hash, Images: plan.Images}
+	if run := pod.Health.Run; run != nil {
+		p.Before, p.Containers = run.Generation, make(map[string]string, len(run.Containers))
+		for _, c := range run.Containers {
+			p.Containers[c.Name] = strconv.FormatUint(c.ID, 16)
+		}
+	}
+	return p
 }
 
 // Proof is what proved a node alive after its new pod settled.

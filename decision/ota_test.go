@@ -122,7 +122,7 @@ func TestOverdueOfferOutsideItsWindowWakesAtTheOpening(t *testing.T) {
 	w.advance(10 * time.Second)
 	d := w.decide()
 	opening := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
-	if len(d.Delete) != 0 || !d.Wake.Equal(opening) {
+	if len(d.Take) != 0 || !d.Wake.Equal(opening) {
 		t.Errorf("got %v deleted, wake at %s; want none, at the window's opening %s", deleted(d), d.Wake, opening)
 	}
 	if s := d.Status; s.WaitingForWindow == nil || s.WaitingForWindow.Count != 1 {

@@ -39,14 +39,14 @@ func TestPreDownloadGatesEachNode(t *testing.T) {
 		rollout.PreDownloadParallelismAnnotation: "3"})
 	w.setNode("node-1", func(n *Node) { n.Ready, n.ReadyStatus = false, "Unknown" })
 	d := w.decide()
-	if len(d.Delete) != 0 {
+	if len(d.Take) != 0 {
 		t.Fatalf("got %v deleted, want none before any pull", deleted(d))
 	}
 	if got := pulled(d); !slices.Equal(got, []string{"node-0", "node-2", "node-3"}) {
 		t.Fatalf("got pulls started on %v, want the next three Ready nodes [node-0 node-2 node-3]", got)
 	}
 	w.startPulls(d)
-	if d := w.decide(); len(d.Pull) != 0 || len(d.Delete) != 0 {
+	if d := w.decide(); len(d.Pull) != 0 || len(d.Take) != 0 {
 		t.Fatalf("pulls under way: got pulls %v and deletions %v, want none (parallelism 3)", pulled(d), deleted(d))
 	}
 	w.setPull("node-2", Pull{State: PullDone})
@@ -74,7 +74,7 @@ func TestBadTagHaltsWithNoPodLost(t *testing.T) {
 		w.setPull(n, Pull{State: PullFailed, Why: "image nginx:nope: ErrImagePull: manifest unknown", ByController: true})
 	}
 	d := w.decide()
-	if !d.Status.Halted || d.Status.Failed.Count != 2 || len(d.Delete) != 0 {
+	if !d.Status.Halted || d.Status.Failed.Count != 2 || len(d.Take) != 0 {
 		t.Fatalf("got halted %v, %d failed, %v deleted; want halted, 2, none", d.Status.Halted, d.Status.Failed.Count, deleted(d))
 	}
 	if d.Unavailable != 0 {
@@ -104,7 +104,7 @@ func TestPreDownloadCanaryFirst(t *testing.T) {
 	w.replace("node-0", true)
 	w.heartbeat("node-0", w.now.Add(2*time.Second))
 	d = w.decide()
-	if len(d.Delete) != 0 || len(d.Pull) == 0 {
+	if len(d.Take) != 0 || len(d.Pull) == 0 {
 		t.Errorf("after the canary: got %v deleted and pulls %v, want pulls first", deleted(d), pulled(d))
 	}
 }

@@ -52,6 +52,9 @@ func runEvents(t *testing.T, strategy rollout.Strategy, r *rand.Rand, steps int)
 	if r.IntN(4) == 0 {
 		annotations[rollout.MaxFailedAnnotation] = "2"
 	}
+	if r.IntN(2) == 0 {
+		annotations[rollout.UpdateMethodAnnotation] = string(rollout.MethodInPlaceIfPossible)
+	}
 	if r.IntN(3) == 0 {
 		annotations[rollout.PreDownloadAnnotation] = "true"
 		annotations[rollout.PreDownloadParallelismAnnotation] = "3"
@@ -79,12 +82,7 @@ func runEvents(t *testing.T, strategy rollout.Strategy, r *rand.Rand, steps int)
 		w.checkTimers(t, step, what)
 		d := w.r.Decide(w.now)
 		w.startPulls(d)
-		for _, take := range d.Delete {
-			w.ledger.TakeAhead(take.Node, take.Pod)
-			w.ledger.Taken(take.Node, take.Pod, w.now)
-			w.deleting[take.Node] = take.Pod.UID
-			w.dirty[take.Node] = true
-		}
+		w.carryOut(d)
 		if r.IntN(2) == 0 {
 			w.deliverDeletions()
 		}
@@ -138,7 +136,30 @@ func (w *world) step(r *rand.Rand) string {
 		}
 		w.dirty[node] = true
 	}
-	switch r.IntN(14) {
+	switch r.IntN(16) {
+	case 14:
+		// The node's kubelet takes the patch of its pod: a new container,
+		// Ready or not.
+		for _, p := range pods {
+			if p.Hash == newHash && p.Health.Run.ObservedGeneration < p.Health.Run.Generation {
+				w.restartInPlace(node, w.now, r.IntN(3) != 0)
+				return "restart in place on " + node
+			}
+		}
+	case 15:
+		// The owner asks for an upgrade in place of the node's old pod
+		// (or a node forges one for another revision).
+		if p := anyPod(); p != nil && p.Hash == oldHash {
+			change(p, func(q *Pod) {
+				rare := RarePod{}
+				if q.Rare != nil {
+					rare = *q.Rare
+				}
+				rare.Requested = []string{newHash, "other"}[r.IntN(2)]
+				q.Rare = &rare
+			})
+			return "an upgrade request on " + p.Name
+		}
 	case 13:
 		// A pull moves on: starts, succeeds, or fails for good.
 		p := Pull{State: []PullState{PullPending, PullDone, PullFailed}[r.IntN(3)], Since: w.now, ByController: true, Why: "manifest unknown"}
@@ -243,6 +264,8 @@ type snapshot struct {
 	Awaiting                        map[string]Awaiting
 	Proven                          map[Proof]int
 	Held, Waiting, Offered          map[unixtime.Time]int
+	Recreate                        map[string]int
+	Requested                       map[string]bool
 	NextChange                      time.Time
 }
 
@@ -254,7 +277,7 @@ type nodeSnapshot struct {
 	Why                                                  string
 	At, ProofAfter, HoldEnd, Opens, HoldUntil, OfferedAt unixtime.Time
 	ProofPod                                             types.UID
-	AwaitsProof, Deleting, Updated                       bool
+	AwaitsProof, Taking, Updated, Requested              bool
 	Held, WindowClosed, ZoneInvalid, NotDue              bool
 	Eligible, Taken, Old, Takeable, Down, Unoffered      bool
 	ToPull, Pulled, Pulling, PullTimedOut                bool
@@ -266,12 +289,13 @@ func snapshotOf(r *Rollout) snapshot {
 	s := snapshot{Nodes: map[string]nodeSnapshot{}, Counts: r.counts, SkippedUpdated: r.skippedUpdated, Eligible: r.eligible,
 		Taken: r.taken, Outside: r.outside, ZoneInvalid: r.zoneInvalid, Downs: maps.Clone(r.downs), HeldNodes: maps.Clone(r.heldNodes),
 		SettledDown: maps.Clone(r.settledDown), Awaiting: maps.Clone(r.awaiting), Proven: maps.Clone(r.proven), Held: maps.Clone(r.held),
-		Waiting: maps.Clone(r.waiting), Offered: maps.Clone(r.offered), NextChange: r.NextChange()}
+		Waiting: maps.Clone(r.waiting), Offered: maps.Clone(r.offered), Recreate: maps.Clone(r.recreate), Requested: maps.Clone(r.requested),
+		NextChange: r.NextChange()}
 	for name, n := range r.nodes {
 		v := n.verdict
 		ns := nodeSnapshot{State: v.state, Why: v.why(), At: v.at, ProofAfter: v.proofAfter, HoldEnd: v.holdEnd, Opens: v.opens,
-			HoldUntil: v.holdUntil, OfferedAt: n.offeredAt, ProofPod: v.proofPod(), AwaitsProof: v.awaitsProof, Deleting: v.deleting,
-			Updated: v.updated, Held: v.held, WindowClosed: v.windowClosed, ZoneInvalid: v.zoneInvalid, NotDue: v.notDue,
+			HoldUntil: v.holdUntil, OfferedAt: n.offeredAt, ProofPod: v.proofPod(), AwaitsProof: v.awaitsProof, Taking: v.taking,
+			Updated: v.updated, Requested: v.requested, Held: v.held, WindowClosed: v.windowClosed, ZoneInvalid: v.zoneInvalid, NotDue: v.notDue,
 			Eligible: n.eligible, Taken: n.taken, Old: n.old, Takeable: n.takeable, Down: n.down, Unoffered: n.unoffered,
 			ToPull: n.toPull, Pulled: v.pulled, Pulling: v.pulling, PullTimedOut: v.pullTimedOut, Proof: n.proof}
 		if n.oldPod != nil {

@@ -2,6 +2,7 @@ package decision
 
 import (
 	"container/heap"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -105,13 +107,24 @@ type Rollout struct {
 	notices []Notice
 	// ahead is what the last Decide wrote ahead (see Decide).
 	ahead aheadMark
+	// plans are how pods of each revision move to the target, by the
+	// revision's hash (planFor), worked out once.
+	plans map[string]inplace.Plan
+	// recreate counts, when the settings ask for upgrades in place, the
+	// nodes to upgrade whose pod is recreated instead, by why.
+	recreate map[string]int
+	// requested are the OTA nodes whose owner asked for the upgrade in
+	// place offered (verdict.requested).
+	requested map[string]bool
 }
 
 // Awaiting is a node waiting for its proof of life: a heartbeat sent after
-// After, or its agent's answer to a challenge about Pod.
+// After, or its agent's answer to a challenge about Pod at its Generation
+// (a pod upgraded in place is challenged afresh at each upgrade).
 type Awaiting struct {
-	After time.Time
-	Pod   types.UID
+	After      time.Time
+	Pod        types.UID
+	Generation int64
 }
 
 // nodeInfo is what the Rollout knows of one node. A Rollout holds one per
@@ -150,7 +163,8 @@ func New(cfg Settings, target Target, ledger *Ledger, adopt bool) *Rollout {
 	return &Rollout{cfg: cfg, target: target, ledger: ledger, adopt: adopt, nodes: map[string]*nodeInfo{},
 		olds: btree.NewG(16, less), takeable: btree.NewG(16, less), takeablePulled: btree.NewG(16, less), downs: map[string]bool{},
 		awaiting: map[string]Awaiting{}, proven: map[Proof]int{}, held: timeCounts{}, waiting: timeCounts{}, heldNodes: map[string]bool{},
-		settledDown: map[string]bool{}, offered: timeCounts{}, unoffered: btree.NewG(16, less), toPull: btree.NewG(16, less)}
+		settledDown: map[string]bool{}, offered: timeCounts{}, unoffered: btree.NewG(16, less), toPull: btree.NewG(16, less),
+		plans: map[string]inplace.Plan{}, recreate: map[string]int{}, requested: map[string]bool{}}
 }
 
 // Settings returns the settings the Rollout decides by.
@@ -209,7 +223,7 @@ func (r *Rollout) Refresh(now time.Time, dirty map[string]bool, facts FactsFunc)
 }
 
 func (r *Rollout) judgement(now time.Time) *judgement {
-	return &judgement{cfg: &r.cfg, target: &r.target, ledger: r.ledger, meta: r.ledger.Meta(), adopt: r.adopt, now: now}
+	return &judgement{cfg: &r.cfg, target: &r.target, ledger: r.ledger, meta: r.ledger.Meta(), adopt: r.adopt, now: now, plan: r.planFor}
 }
 
 // rejudge judges one node again and replaces what the Rollout held for it.
@@ -261,10 +275,10 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 		r.notices = append(r.notices, notice)
 	}
 	n.eligible = r.cfg.Matches(f.Node.Labels)
-	n.taken = n.eligible && (np.newPod != nil || np.oldPod == nil || v.deleting ||
+	n.taken = n.eligible && (np.newPod != nil || np.oldPod == nil || v.taking ||
 		(r.cfg.Strategy == rollout.StrategyOTA && entry.OfferedAt != nil))
 	n.old = n.eligible && (v.state == StateOld || v.state == StateOldDown)
-	if r.cfg.Strategy == rollout.StrategyOTA && np.oldPod != nil && !v.deleting && v.state != StateFailed && v.state != StatePullFailed {
+	if r.cfg.Strategy == rollout.StrategyOTA && np.oldPod != nil && !v.taking && v.state != StateFailed && v.state != StatePullFailed {
 		if entry.OfferedAt != nil {
 			n.offeredAt = unixtime.Of(entry.OfferedAt.Time)
 		} else {
@@ -308,7 +322,13 @@ func (r *Rollout) add(n *nodeInfo) {
 		r.downs[n.name] = true
 	}
 	if n.verdict.awaitsProof {
-		r.awaiting[n.name] = Awaiting{After: n.verdict.proofAfter.Time(), Pod: n.verdict.proofPod()}
+		r.awaiting[n.name] = Awaiting{After: n.verdict.proofAfter.Time(), Pod: n.verdict.proofPod(), Generation: n.verdict.proofGeneration()}
+	}
+	if why, ok := r.recreateReason(n); ok {
+		r.recreate[why]++
+	}
+	if n.verdict.requested {
+		r.requested[n.name] = true
 	}
 	if n.proof != "" {
 		r.proven[n.proof]++
@@ -356,6 +376,12 @@ func (r *Rollout) remove(n *nodeInfo) {
 	}
 	delete(r.downs, n.name)
 	delete(r.awaiting, n.name)
+	if why, ok := r.recreateReason(n); ok {
+		if r.recreate[why]--; r.recreate[why] == 0 {
+			delete(r.recreate, why)
+		}
+	}
+	delete(r.requested, n.name)
 	if n.proof != "" {
 		if r.proven[n.proof]--; r.proven[n.proof] == 0 {
 			delete(r.proven, n.proof)
@@ -372,6 +398,90 @@ func (r *Rollout) remove(n *nodeInfo) {
 	r.countClock(n, -1)
 	n.timerAt = 0
 }
+
+// noGeneration is why a pod whose kubelet reports no observedGeneration is
+// recreated: nothing would tell when its kubelet took a patch.
+const noGeneration = "the node's kubelet reports no status.observedGeneration (Kubernetes before 1.35), so an upgrade in place could not be judged"
+
+// noLabel is why a pod of a revision that moves in place is recreated when
+// it does not carry the opt-in label its template does (someone removed it).
+const noLabel = "the pod does not carry the label " + rollout.InPlaceLabel + ` "true" its template does`
+
+// planFor is how the pod moves to the target: in place when the settings
+// ask for it and the rule of package inplace lets its revision (from its
+// revision's template to the target's), and its kubelet reports what
+// judges it (metadata.generation, status.observedGeneration); recreated
+// otherwise, for a reason. The zero Plan (recreated, no reason) when the
+// settings ask for recreation.
+func (r *Rollout) planFor(p *Pod) inplace.Plan {
+	if !r.cfg.InPlace {
+		return inplace.Plan{}
+	}
+	plan, ok := r.plans[p.Hash]
+	if !ok {
+		plan = r.classify(p.Hash)
+		r.plans[p.Hash] = plan
+	}
+	switch run := p.Health.Run; {
+	case !plan.InPlace:
+	case run == nil:
+		// The cache keeps what judges an upgrade in place for pods that
+		// carry the opt-in label alone: this one lost it.
+		return inplace.Plan{Reason: noLabel}
+	case run.Generation == 0 || run.ObservedGeneration == 0:
+		return inplace.Plan{Reason: noGeneration}
+	}
+	return plan
+}
+
+// classify is how pods of revision from move to the target.
+func (r *Rollout) classify(from string) inplace.Plan {
+	to := r.target.Templates[r.target.Hash]
+	f := r.target.Templates[from]
+	switch {
+	case from == "":
+		return inplace.Plan{Reason: "the pod has no controller-revision-hash label (created before revision hashes)"}
+	case to == nil:
+		return inplace.Plan{Reason: fmt.Sprintf("the template of the target revision %s could not be read", r.target.Hash)}
+	case f == nil:
+		return inplace.Plan{Reason: fmt.Sprintf("revision %s, which the pod runs, is no longer kept (the DaemonSet's revisionHistoryLimit)", from)}
+	}
+	plan := inplace.Classify(f, to)
+	if !plan.InPlace {
+		plan.Reason = fmt.Sprintf("from revision %s: %s", from, plan.Reason)
+	}
+	return plan
+}
+
+// recreateReason says why the node's pod is recreated although the
+// settings ask for upgrades in place; ok is false for a node upgraded in
+// place, or with nothing left to upgrade.
+func (r *Rollout) recreateReason(n *nodeInfo) (why string, ok bool) {
+	if !r.cfg.InPlace || n.oldPod == nil {
+		return "", false
+	}
+	switch n.verdict.state {
+	case StateOld, StateOldDown, StateSkipped:
+	default:
+		return "", false
+	}
+	plan := r.planFor(n.oldPod)
+	return plan.Reason, !plan.InPlace
+}
+
+// take is the take of the node's old pod: a patch of its images when it
+// moves in place, a deletion otherwise.
+func (r *Rollout) take(node string, pod *Pod) Take {
+	t := Take{Node: node, Pod: pod}
+	if plan := r.planFor(pod); plan.InPlace {
+		t.InPlace = &plan
+	}
+	return t
+}
+
+// Requested returns the OTA nodes whose owner asked for the upgrade in
+// place the controller offered, in name order.
+func (r *Rollout) Requested() []string { return sortedNames(r.requested) }
 
 // wantsPull reports whether the node is a candidate for a pre-download:
 // eligible, Ready, an old pod, neither pulled nor pulling nor timed out;

@@ -66,6 +66,10 @@ type Settings struct {
 	// over until pulled).
 	PullTimeout       time.Duration
 	TakeOnPullTimeout bool
+	// InPlace: a node's pod moves to the target by a patch of its images
+	// where only images changed (edgeota.io/update-method
+	// InPlaceIfPossible, package inplace), else it is recreated.
+	InPlace bool
 }
 
 // DefaultPullTimeout is how long a node's pre-download may take unless the
@@ -158,6 +162,13 @@ func ParseSettings(strategy rollout.Strategy, annotations map[string]string, min
 		default:
 			return s, &InvalidError{rollout.PreDownloadOnTimeoutAnnotation, v, `want "take" or "skip"`}
 		}
+	}
+	if v, ok := annotations[rollout.UpdateMethodAnnotation]; ok {
+		method, err := rollout.ParseUpdateMethod(v)
+		if err != nil {
+			return s, &InvalidError{rollout.UpdateMethodAnnotation, v, fmt.Sprintf("want %q or %q", rollout.MethodInPlaceIfPossible, rollout.MethodRecreate)}
+		}
+		s.InPlace = method == rollout.MethodInPlaceIfPossible
 	}
 	if v, ok := annotations[rollout.RolloutNodeSelectorAnnotation]; ok {
 		sel, err := labels.Parse(v)

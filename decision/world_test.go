@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
@@ -34,8 +36,10 @@ type world struct {
 	lease  map[string]time.Time
 	answer map[string]types.UID
 	pulls  map[string]Pull
-	// deleting are the deletions "the controller" issued, not yet seen.
+	// deleting are the deletions "the controller" issued, not yet seen;
+	// patching those of them that are patches in place.
 	deleting map[string]types.UID
+	patching map[string]*Take
 	target   Target
 	cfg      Settings
 	ledger   *Ledger
@@ -53,7 +57,8 @@ func newWorld(t *testing.T, n int, strategy rollout.Strategy, annotations map[st
 		t.Fatalf("settings: %v", err)
 	}
 	w := &world{t: t, now: t0, nodes: map[string]*Node{}, pods: map[string][]*Pod{}, lease: map[string]time.Time{},
-		answer: map[string]types.UID{}, pulls: map[string]Pull{}, deleting: map[string]types.UID{}, target: Target{Hash: newHash, Number: 2}, cfg: cfg,
+		answer: map[string]types.UID{}, pulls: map[string]Pull{}, deleting: map[string]types.UID{}, patching: map[string]*Take{},
+		target: Target{Hash: newHash, Number: 2, Templates: templates(), TemplateCurrent: true}, cfg: cfg,
 		ledger: NewLedger(nil, Meta{TargetSince: metav1.NewTime(t0)}), dirty: map[string]bool{}}
 	for i := range n {
 		name := fmt.Sprintf("node-%d", i)
@@ -77,7 +82,9 @@ func (w *world) pod(node, hash string, ready bool) *Pod {
 }
 
 func setReady(p *Pod, ready bool, since time.Time) {
-	p.Health = health.Pod{Ready: ready, ContainersReady: ready, ReadySince: unixtime.Of(since), ContainersReadySince: unixtime.Of(since)}
+	p.Health = health.Pod{Ready: ready, ContainersReady: ready, ReadySince: unixtime.Of(since), ContainersReadySince: unixtime.Of(since),
+		Run: &health.Run{Generation: 1, ObservedGeneration: 1,
+			Containers: []health.Container{{Name: "app", ID: health.ContainerID(string(p.UID) + "/1"), Running: true, Ready: ready, Started: unixtime.Of(since)}}}}
 }
 
 // facts is the world's FactsFunc.
@@ -86,7 +93,7 @@ func (w *world) facts(node string) NodeFacts {
 	if !ok {
 		n = &Node{Name: node}
 	}
-	return NodeFacts{Node: *n, Pods: slices.Clone(w.pods[node]), Deleting: w.deleting[node], LeaseRenewed: w.lease[node], Answered: w.answer[node],
+	return NodeFacts{Node: *n, Pods: slices.Clone(w.pods[node]), Taking: w.deleting[node], LeaseRenewed: w.lease[node], Answered: w.answer[node],
 		Pull: w.pulls[node]}
 }
 
@@ -113,22 +120,105 @@ func (w *world) refresh() []Notice {
 func (w *world) decide() Decision {
 	w.refresh()
 	d := w.r.Decide(w.now)
-	for _, take := range d.Delete {
-		w.ledger.TakeAhead(take.Node, take.Pod)
-		w.ledger.Taken(take.Node, take.Pod, w.now)
-		w.deleting[take.Node] = take.Pod.UID
-		w.dirty[take.Node] = true
-	}
+	w.carryOut(d)
 	return d
 }
 
-// deliverDeletions has the deletions reach the cache: the old pods are gone.
+// carryOut does the decision's takes as the controller does: recorded
+// ahead, then deleted or patched (its generation recorded), and expected
+// until the cache shows them.
+func (w *world) carryOut(d Decision) {
+	for _, take := range d.Take {
+		w.ledger.TakeAhead(take.Node, take.Pod, take.InPlace)
+		w.ledger.Taken(take.Node, take.Pod, w.now)
+		w.deleting[take.Node] = take.Pod.UID
+		if take.InPlace != nil {
+			w.ledger.Patched(take.Node, take.Pod.UID, take.Pod.Health.Generation()+1)
+			w.patching[take.Node] = &take
+		}
+		w.dirty[take.Node] = true
+	}
+}
+
+// deliverDeletions has the deletions and patches reach the cache: the old
+// pods are gone, or patched (the target's hash, a generation more, its
+// kubelet not told yet).
 func (w *world) deliverDeletions() {
 	for node, uid := range w.deleting {
-		w.pods[node] = slices.DeleteFunc(w.pods[node], func(p *Pod) bool { return p.UID == uid })
+		if take := w.patching[node]; take != nil {
+			if slices.ContainsFunc(w.pods[node], func(p *Pod) bool { return p.UID == uid }) {
+				w.changePodUID(node, uid, func(q *Pod) {
+					q.Hash = newHash
+					q.Health.Run.Generation++
+				})
+			}
+			delete(w.patching, node)
+		} else {
+			w.pods[node] = slices.DeleteFunc(w.pods[node], func(p *Pod) bool { return p.UID == uid })
+		}
 		delete(w.deleting, node)
 		w.dirty[node] = true
 	}
+}
+
+// changePodUID changes the node's pod with the UID, as a new version of it.
+func (w *world) changePodUID(node string, uid types.UID, change func(*Pod)) {
+	for i, p := range w.pods[node] {
+		if p.UID == uid {
+			q := p.DeepCopy()
+			change(q)
+			w.seq++
+			q.ResourceVersion = fmt.Sprint(w.seq)
+			w.pods[node][i] = q
+			w.dirty[node] = true
+			return
+		}
+	}
+	w.t.Fatalf("no pod %s on %s", uid, node)
+}
+
+// restartInPlace has the node's kubelet take the patch of its pod at the
+// node's time at: its generation observed, its app container running under
+// a new ID since at, Ready or not; its pod's conditions as they were (a
+// restart within one sync).
+func (w *world) restartInPlace(node string, at time.Time, ready bool) {
+	for _, p := range w.pods[node] {
+		if p.Hash != newHash || p.Health.Run.ObservedGeneration >= p.Health.Run.Generation {
+			continue
+		}
+		w.changePodUID(node, p.UID, func(q *Pod) {
+			q.Health.Run.ObservedGeneration = q.Health.Run.Generation
+			q.Health.Run.Containers = []health.Container{{Name: "app", ID: health.ContainerID(fmt.Sprintf("%s/%d", q.UID, q.Health.Run.Generation)),
+				Running: true, Ready: ready, Started: unixtime.Of(at)}}
+			q.Health.LastFinished = unixtime.Of(at.Add(-time.Second))
+			if !ready {
+				q.Health.ContainersReady, q.Health.ContainersReadySince = false, unixtime.Of(at)
+			}
+		})
+		return
+	}
+	w.t.Fatalf("no patched pod on %s", node)
+}
+
+// Images of the world's two revisions; templates are their digests, the
+// target's opted in to upgrades in place, the one image changed.
+const (
+	oldImage = "registry.test/app:v1"
+	newImage = "registry.test/app:v2"
+)
+
+func templates() map[string]*inplace.Template {
+	tpl := func(image string) *inplace.Template {
+		t, err := inplace.TemplateOf(&corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", rollout.InPlaceLabel: "true"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+		})
+		if err != nil {
+			panic(err)
+		}
+		return &t
+	}
+	return map[string]*inplace.Template{oldHash: tpl(oldImage), newHash: tpl(newImage)}
 }
 
 // replace gives the node a new pod of the target, ready or not, created now.
@@ -202,7 +292,7 @@ func setHold(p *Pod, until time.Time) {
 
 func deleted(d Decision) []string {
 	var nodes []string
-	for _, t := range d.Delete {
+	for _, t := range d.Take {
 		nodes = append(nodes, t.Node)
 	}
 	return nodes

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -9,13 +10,14 @@ import (
 	"github.com/edgeota/edgeota/internal/unixtime"
 )
 
-// Pod is what the health rules read of a pod: 40 bytes, against the
+// Pod is what the health rules read of a pod: 48 bytes, against the
 // kilobytes of a corev1.Pod. The controller caches pods as records holding
-// one (its informers' transform builds it), thousands of them, so the common
-// case (a pod running, or starting without trouble) holds times of 8 bytes
-// and flags, and what only a failed or waiting pod has is behind Detail; the
+// one (its informers' transform builds it), thousands of them, so the
+// common case (a pod running, or starting without trouble) holds times of 8
+// bytes and flags, what only a failed or waiting pod has is behind Detail,
+// and what only a pod that may be upgraded in place needs behind Run; the
 // node agent builds one from the pod it has (PodOf). Either way one Judge
-// decides.
+// (and JudgeInPlace for a pod upgraded in place) decides.
 type Pod struct {
 	// ReadySince and ContainersReadySince are the lastTransitionTimes of
 	// the pod's Ready and ContainersReady conditions; Ready and
@@ -26,10 +28,79 @@ type Pod struct {
 	LastFinished unixtime.Time
 	// Detail is what a pod that failed or waits says why: nil for one that
 	// does neither, the common case.
-	Detail                 *Detail
+	Detail *Detail
+	// Run is what an upgrade in place is judged by; nil when not kept (the
+	// controller keeps it only for pods that opted in to upgrades in
+	// place, rollout.InPlaceLabel).
+	Run                    *Run
 	Ready, ContainersReady bool
 	// Failed: the pod's phase is Failed.
 	Failed bool
+}
+
+// Run is what the kubelet reports of a pod's run that an upgrade in place
+// is judged by.
+type Run struct {
+	// Generation is the pod's metadata.generation, which the API server
+	// raises at each change of its spec (a patch of an image); the kubelet
+	// reports the generation it acted on as ObservedGeneration (Kubernetes
+	// 1.35 on; 0 before).
+	Generation, ObservedGeneration int64
+	// Containers are the pod's containers as the kubelet reports them:
+	// init containers first, then the regular ones.
+	Containers []Container
+}
+
+// Container is one container of a pod as its status reports it: what an
+// upgrade in place is judged by (JudgeInPlace), never its image or imageID,
+// which may name another tag of the same image or not change at all.
+type Container struct {
+	// Name is the container's.
+	Name string
+	// ID is a digest of its containerID (ContainerID), 0 when it has none:
+	// a new ID is a new container, started by the kubelet.
+	ID uint64
+	// Started is when it last started running (state.running.startedAt),
+	// by the node's clock; zero when it does not run.
+	Started unixtime.Time
+	// Running and Ready are its state and readiness; Init says it is an
+	// init container (a native sidecar, if it runs).
+	Running, Ready, Init bool
+}
+
+// ContainerID is the digest of a containerID ("containerd://…") that
+// Container.ID holds, never 0 for one that is set: 8 bytes per container
+// instead of the 70 of the string, and what the rollout record keeps of
+// the containers an upgrade in place replaces.
+func ContainerID(id string) uint64 {
+	if id == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	if s := h.Sum64(); s != 0 {
+		return s
+	}
+	return 1
+}
+
+// Container returns the container of that name, nil if the status has
+// none.
+func (r *Run) Container(name string) *Container {
+	for i := range r.Containers {
+		if r.Containers[i].Name == name {
+			return &r.Containers[i]
+		}
+	}
+	return nil
+}
+
+// Generation is the pod's metadata.generation; 0 when not kept.
+func (p *Pod) Generation() int64 {
+	if p.Run == nil {
+		return 0
+	}
+	return p.Run.Generation
 }
 
 // Detail is why a pod failed or is not running yet.
@@ -75,9 +146,18 @@ func PodOf(pod *corev1.Pod, intern func(string) string) Pod {
 		}
 	}
 	var lastFinished time.Time
-	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+	run := &Run{Generation: pod.Generation, ObservedGeneration: pod.Status.ObservedGeneration}
+	if n := len(pod.Status.InitContainerStatuses) + len(pod.Status.ContainerStatuses); n > 0 {
+		run.Containers = make([]Container, 0, n)
+	}
+	for k, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for i := range statuses {
 			st := &statuses[i]
+			c := Container{Name: intern(st.Name), ID: ContainerID(st.ContainerID), Ready: st.Ready, Init: k == 0}
+			if r := st.State.Running; r != nil {
+				c.Running, c.Started = true, unixtime.Of(r.StartedAt.Time)
+			}
+			run.Containers = append(run.Containers, c)
 			if w := st.State.Waiting; w != nil && w.Reason != "" {
 				d.Waiting = append(d.Waiting, Waiting{Container: intern(st.Name), Reason: intern(w.Reason), Message: intern(w.Message)})
 			}
@@ -87,6 +167,7 @@ func PodOf(pod *corev1.Pod, intern func(string) string) Pod {
 		}
 	}
 	p.LastFinished = unixtime.Of(lastFinished)
+	p.Run = run
 	if p.Failed || len(d.Waiting) > 0 {
 		d.Waiting = slices.Clip(d.Waiting)
 		p.Detail = &d
@@ -100,6 +181,11 @@ func (p Pod) DeepCopy() Pod {
 		d := *p.Detail
 		d.Waiting = slices.Clone(d.Waiting)
 		p.Detail = &d
+	}
+	if p.Run != nil {
+		r := *p.Run
+		r.Containers = slices.Clone(r.Containers)
+		p.Run = &r
 	}
 	return p
 }

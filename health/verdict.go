@@ -3,6 +3,8 @@ package health
 import (
 	"fmt"
 	"time"
+
+	"github.com/edgeota/edgeota/internal/unixtime"
 )
 
 // State is where a new pod stands after an upgrade.
@@ -77,6 +79,10 @@ type Verdict struct {
 	// change by the clock alone (minReadySeconds elapsing, or the deadline);
 	// zero when only a change to the pod can change it.
 	Recheck time.Duration
+	// SettledAt is, for a settled pod, when it settled by the node's clock
+	// (the start of its readiness, plus minReadySeconds): after it, a sign
+	// of life from its node proves that the node survived the new version.
+	SettledAt time.Time
 }
 
 // Judge is the one rule that decides whether a new pod has settled, is still
@@ -94,6 +100,22 @@ type Verdict struct {
 //
 // Judge reads the pod's facts (PodOf, or the controller's cached record).
 func Judge(pod *Pod, since time.Time, minReadySeconds int32, deadline time.Duration, now time.Time) Verdict {
+	if v := failsNow(pod); v.State == Failed {
+		return v
+	}
+	ok, wait := heldFor(pod.ContainersReady, pod.ContainersReadySince, minReadySeconds, now)
+	if ok && pod.LastFinished <= pod.ContainersReadySince {
+		// Ready long enough, and no container ended a run since it turned
+		// ready: one that restarted since has not proven it stays up.
+		return Verdict{State: Settled, SettledAt: pod.ContainersReadySince.Time().Add(time.Duration(minReadySeconds) * time.Second)}
+	}
+	return progressing(pod, Verdict{State: Progressing, Recheck: wait}, since, deadline, now)
+}
+
+// failsNow is the verdict of a pod that fails at once (Failed phase, a
+// container in CrashLoopBackOff or with a configuration error); a zero
+// Verdict for any other.
+func failsNow(pod *Pod) Verdict {
 	if pod.Failed {
 		var reason, message string
 		if pod.Detail != nil {
@@ -109,56 +131,133 @@ func Judge(pod *Pod, since time.Time, minReadySeconds int32, deadline time.Durat
 		}
 		return Verdict{State: Failed, Reason: reason, Message: message}
 	}
-	var waiting Verdict // the first container's reason for not running, if any
 	for _, w := range pod.Waits() {
-		message := fmt.Sprintf("container %s: %s", w.Container, w.Reason)
-		if w.Message != "" {
-			message += ": " + w.Message
-		}
 		if failsAtOnce[w.Reason] {
-			return Verdict{State: Failed, Reason: w.Reason, Message: message}
+			return Verdict{State: Failed, Reason: w.Reason, Message: waitingMessage(w)}
 		}
+	}
+	return Verdict{}
+}
+
+func waitingMessage(w Waiting) string {
+	message := fmt.Sprintf("container %s: %s", w.Container, w.Reason)
+	if w.Message != "" {
+		message += ": " + w.Message
+	}
+	return message
+}
+
+// progressing is the verdict v of a pod not settled (a Recheck set when
+// the clock alone settles it), with what its first waiting container waits
+// on (a pull error first), until deadline after since: failed then. A
+// deadline of zero never expires.
+func progressing(pod *Pod, v Verdict, since time.Time, deadline time.Duration, now time.Time) Verdict {
+	var waiting Waiting
+	for _, w := range pod.Waits() {
 		if waiting.Reason == "" || pullErrors[w.Reason] && !pullErrors[waiting.Reason] {
-			waiting = Verdict{Reason: w.Reason, Message: message}
+			waiting = w
 		}
 	}
-
-	ok, wait := heldFor(pod.ContainersReady, pod.ContainersReadySince, minReadySeconds, now)
-	if ok && pod.LastFinished <= pod.ContainersReadySince {
-		// Ready long enough, and no container ended a run since it turned
-		// ready: one that restarted since has not proven it stays up.
-		return Verdict{State: Settled}
+	if waiting.Reason != "" {
+		v.Reason, v.Message = waiting.Reason, waitingMessage(waiting)
 	}
-
-	verdict := Verdict{State: Progressing, Reason: waiting.Reason, Message: waiting.Message, Recheck: wait}
 	if deadline <= 0 {
-		return verdict
+		return v
 	}
 	left := since.Add(deadline).Sub(now)
 	if left > 0 {
-		if verdict.Recheck == 0 || left < verdict.Recheck {
-			verdict.Recheck = left
+		if v.Recheck == 0 || left < v.Recheck {
+			v.Recheck = left
 		}
-		return verdict
+		return v
 	}
-	verdict.State, verdict.Recheck = Failed, 0
-	if verdict.Reason == "" || !pullErrors[verdict.Reason] {
-		verdict.Reason = ReasonProgressDeadlineExceeded
+	v.State, v.Recheck = Failed, 0
+	if v.Reason == "" || !pullErrors[v.Reason] {
+		v.Reason = ReasonProgressDeadlineExceeded
 	}
 	cause := ""
-	if verdict.Message != "" {
-		cause = "; " + verdict.Message
+	if v.Message != "" {
+		cause = "; " + v.Message
 	}
-	verdict.Message = fmt.Sprintf("not available within %s%s", deadline, cause)
-	return verdict
+	v.Message = fmt.Sprintf("not available within %s%s", deadline, cause)
+	return v
 }
 
-// SettledAt is when a pod whose ContainersReady is True has held it for
-// minReadySeconds: after it, a sign of life from its node proves that the
-// node survived the pod's start. Zero when it is not ready.
-func SettledAt(pod *Pod, minReadySeconds int32) time.Time {
-	if !pod.ContainersReady {
-		return time.Time{}
+// InPlace is what a pod upgraded in place is judged against: what its patch
+// made (the generation) and what ran before it (the containers' IDs). The
+// controller keeps both in its rollout record, written before the patch;
+// the node agent keeps them in its memory. Neither reads them from the pod,
+// which a node may rewrite.
+type InPlace struct {
+	// Generation is the pod's metadata.generation that the patch made: the
+	// kubelet has taken the patch once it reports an observedGeneration at
+	// least as high.
+	Generation int64
+	// Before are the IDs (Container.ID) of the pod's containers before the
+	// patch, by name; Changed names those whose image the patch changed.
+	Before  map[string]uint64
+	Changed []string
+}
+
+// JudgeInPlace is Judge for a pod whose images were patched at since (its
+// upgrade in place): the same failures, at once or at the deadline after
+// since, but a different rule for settled, since the pod's conditions tell
+// nothing of the patch (a kubelet that restarts a container within one
+// sync never reports it not Ready, and the pod's ContainersReady keeps the
+// time the old containers turned ready):
+//   - the kubelet took the patch: its observedGeneration is at least
+//     up.Generation;
+//   - every changed container runs under a new container ID, and is Ready;
+//     a container the patch did not change that has a new ID (restarted
+//     meanwhile) must run and be Ready too, and counts as started then;
+//   - the pod is ContainersReady, and has been for minReadySeconds since
+//     the latest of those starts (Verdict.SettledAt, by the node's clock,
+//     as a Lease's renewTime: a proof of life counts only after it), with
+//     no container's run ended since (a restart since proves nothing).
+//
+// A same-digest tag (a new tag of the same image) settles like any other:
+// the kubelet starts a new container for it, whatever its imageID. The
+// restart count, one higher after each upgrade in place, is never read.
+func JudgeInPlace(pod *Pod, up *InPlace, since time.Time, minReadySeconds int32, deadline time.Duration, now time.Time) Verdict {
+	if v := failsNow(pod); v.State == Failed {
+		return v
 	}
-	return pod.ContainersReadySince.Time().Add(time.Duration(minReadySeconds) * time.Second)
+	started, ok := upgradedInPlace(pod, up)
+	var wait time.Duration
+	if ok && pod.ContainersReady && pod.LastFinished <= started {
+		at := started.Time().Add(time.Duration(minReadySeconds) * time.Second)
+		if !at.After(now) {
+			return Verdict{State: Settled, SettledAt: at}
+		}
+		wait = at.Sub(now)
+	}
+	return progressing(pod, Verdict{State: Progressing, Recheck: wait}, since, deadline, now)
+}
+
+// upgradedInPlace reports whether the kubelet took the patch up describes and
+// every container it changed (and any other with a new ID) runs, Ready,
+// under a new ID; started is the latest of their starts.
+func upgradedInPlace(pod *Pod, up *InPlace) (started unixtime.Time, ok bool) {
+	run := pod.Run
+	if run == nil || run.ObservedGeneration < up.Generation {
+		return 0, false
+	}
+	for _, name := range up.Changed {
+		c := run.Container(name)
+		if c == nil || c.ID == 0 || c.ID == up.Before[name] {
+			return 0, false
+		}
+	}
+	for i := range run.Containers {
+		c := &run.Containers[i]
+		before, known := up.Before[c.Name]
+		if !known || c.ID == before {
+			continue
+		}
+		if !c.Running || !c.Ready {
+			return 0, false
+		}
+		started = max(started, c.Started)
+	}
+	return started, true
 }

@@ -41,4 +41,8 @@
 //     pod waits for and the kubelet's messages; pullsim.go: the simulator
 //     that carries them out (one pod informer, bounded writers, timers);
 //     stages.go gates the stages that start a pod on its pull.
+//   - inplace.go: the kubelet's part of an upgrade in place (container IDs,
+//     observedGeneration, a patched container killed, pulled and restarted
+//     under a new ID; stages/pod-*-in-place.yaml), and what the pull
+//     simulator adds to it; images.go: the bad images and ImageID.
 package localcluster

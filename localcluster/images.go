@@ -1,5 +1,11 @@
 package localcluster
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
 // Images that the local cluster's KWOK stages (stages/pod-*.yaml) make
 // misbehave when a pod's first container runs them, so that tests and the
 // bench can ship a broken version without a real container runtime. Every
@@ -24,3 +30,28 @@ var (
 	// Without the model no stage names them: they start as any image.
 	MissingImages = []string{"edgeota.test/missing:v1", "edgeota.test/missing:v2"}
 )
+
+// RetagSuffix ends a tag that the local cluster models as the same image
+// pushed again under another tag: its imageID (ImageID) is that of the tag
+// without it, as a registry's digest is for the same bytes.
+const RetagSuffix = "-retag"
+
+// ImageID is the imageID the local cluster's stages report for a container
+// running image: "kwok://<repository>@sha256:<the SHA-256 of the image
+// reference, RetagSuffix cut off>", or for an image named by its digest
+// ("<repository>@sha256:…") that very digest, "kwok://<image>": a pull by
+// digest runs the bytes it names, and the same digest as the tag it was
+// read from. KWOK reports none; a digest per image lets the tests show what
+// no rule may read it for: an upgrade in place to a tag of the same digest
+// completes like any other.
+func ImageID(image string) string {
+	if strings.Contains(image, "@") {
+		return "kwok://" + image
+	}
+	repository := image
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		repository = image[:i]
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSuffix(image, RetagSuffix)))
+	return "kwok://" + repository + "@sha256:" + hex.EncodeToString(sum[:])
+}

@@ -78,9 +78,12 @@ const (
 // one), init containers pulled and run before the others (a pod's images
 // are pulled side by side and its containers start together), the kubelet's
 // per-pod back-off (it is per node and image here) and the Pulling and
-// Pulled events. Pulls go on while a node is cut off (CutOffLabel): the
-// simulator does not watch the nodes. Nodes are known by name only, so a
-// node deleted and created again under its name keeps its images.
+// Pulled events. An upgrade in place (a running pod whose images were
+// patched) pulls the same way before its changed containers restart: see
+// inplace.go. A pod's pull for its start goes on while its node is cut off
+// (CutOffLabel); an upgrade in place waits for the node's return. Nodes are
+// known by name only, so a node deleted and created again under its name
+// keeps its images.
 type ImagePulls struct {
 	// Delay is how long a node takes to pull an image it does not hold,
 	// unless Delays names the image. Zero still makes a pod of a new image

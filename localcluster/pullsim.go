@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -105,8 +107,11 @@ type pullSimulator struct {
 
 	factory informers.SharedInformerFactory
 	pods    cache.SharedIndexInformer
-	synced  cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[work]
+	// nodes tells the cut-off nodes (CutOffLabel), whose pods upgraded in
+	// place wait for their return (inplace.go).
+	nodes  cache.SharedIndexInformer
+	synced cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[work]
 
 	mu sync.Mutex
 	// pulled are the images each node holds, by node name.
@@ -137,11 +142,16 @@ func newPullSimulator(client kubernetes.Interface, opts ImagePulls, clk clock.Wi
 			workqueue.NewTypedItemExponentialFailureRateLimiter[work](pullRetryMin, pullRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[work]{Clock: clk}),
 	}
-	s.factory = informers.NewSharedInformerFactoryWithOptions(client, 0,
-		// Bound pods only: a node pulls for the pods it runs.
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }),
-		informers.WithTransform(slimPod))
-	s.pods = s.factory.Core().V1().Pods().Informer()
+	s.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(slim))
+	// Bound pods only: a node pulls for the pods it runs.
+	s.pods = s.factory.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{},
+			func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" })
+	})
+	s.nodes = s.factory.Core().V1().Nodes().Informer()
+	if _, err := s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) { s.nodeChanged(obj) }}); err != nil {
+		return nil, fmt.Errorf("watching the nodes: %w", err)
+	}
 	if err := s.pods.AddIndexers(cache.Indexers{nodeIndex: func(obj any) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
 	}}); err != nil {
@@ -154,7 +164,7 @@ func newPullSimulator(client kubernetes.Interface, opts ImagePulls, clk clock.Wi
 	if err != nil {
 		return nil, fmt.Errorf("watching the pods: %w", err)
 	}
-	s.synced = handler.HasSynced
+	s.synced = func() bool { return handler.HasSynced() && s.nodes.HasSynced() }
 	return s, nil
 }
 
@@ -221,8 +231,9 @@ func (s *pullSimulator) next(ctx context.Context) bool {
 	return true
 }
 
-// podSeen notes the images of a pod that started as pulled on its node, and
-// queues a pod that waits for the simulator.
+// podSeen notes the images of a pod's containers that started as pulled on
+// its node, and queues a pod that waits for the simulator: to start, or to
+// restart the containers its upgrade in place changed.
 func (s *pullSimulator) podSeen(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -235,11 +246,10 @@ func (s *pullSimulator) podSeen(obj any) {
 			held = sets.New[string]()
 			s.pulled[pod.Spec.NodeName] = held
 		}
-		held.Insert(podImages(pod)...)
+		held.Insert(startedImages(pod)...)
 		s.mu.Unlock()
-		return
 	}
-	if waitsForPull(pod) {
+	if waitsForPull(pod) || waitsInPlace(pod) {
 		s.queue.Add(work{pod: cache.MetaObjectToName(pod).String()})
 	}
 }
@@ -252,6 +262,9 @@ func (s *pullSimulator) syncPod(ctx context.Context, key string) error {
 		return err
 	}
 	pod := obj.(*corev1.Pod)
+	if waitsInPlace(pod) {
+		return s.syncInPlace(ctx, pod)
+	}
 	if !waitsForPull(pod) {
 		return nil
 	}
@@ -358,13 +371,14 @@ func (s *pullSimulator) stepPull(w work) {
 	}
 }
 
-// waitingFor names the pods on the key's node that wait for its image.
+// waitingFor names the pods on the key's node that wait for its image: to
+// start, or to restart a container their upgrade in place changed.
 func (s *pullSimulator) waitingFor(key pullKey) []string {
 	objs, _ := s.pods.GetIndexer().ByIndex(nodeIndex, key.node)
 	var names []string
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
-		if waitsForPull(pod) && uses(pod, key.image) {
+		if waitsForPull(pod) && uses(pod, key.image) || waitsInPlace(pod) && slices.Contains(slices.Collect(maps.Values(startingContainers(pod))), key.image) {
 			names = append(names, cache.MetaObjectToName(pod).String())
 		}
 	}
@@ -476,10 +490,33 @@ func waitsForPull(pod *corev1.Pod) bool {
 		pod.Annotations[PulledAnnotation] != "true"
 }
 
-// podStarted says whether the pod's containers were started, and so its
-// images pulled on its node.
+// podStarted says whether the pod's containers were started, and so the
+// images they run pulled on its node (startedImages).
 func podStarted(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName != "" && (pod.Status.Phase == corev1.PodRunning || pod.Status.Phase == corev1.PodSucceeded)
+}
+
+// startedImages are the images of a started pod's containers that run, or
+// ran to their end, as their statuses name them: not the spec's, which an
+// upgrade in place changes before its new images are pulled. A container
+// its status does not name (a pod whose statuses were never written) ran
+// its spec's image.
+func startedImages(pod *corev1.Pod) []string {
+	var images []string
+	for _, list := range []struct {
+		specs    []corev1.Container
+		statuses []corev1.ContainerStatus
+	}{{pod.Spec.InitContainers, pod.Status.InitContainerStatuses}, {pod.Spec.Containers, pod.Status.ContainerStatuses}} {
+		for _, c := range list.specs {
+			switch st := containerStatus(list.statuses, c.Name); {
+			case st == nil || st.Image == "":
+				images = append(images, c.Image)
+			case st.State.Running != nil || st.State.Terminated != nil:
+				images = append(images, st.Image)
+			}
+		}
+	}
+	return images
 }
 
 // podImages are the images of the pod's init containers and containers,
@@ -513,8 +550,17 @@ func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 	return nil
 }
 
+// slim keeps of the pods and nodes the simulator watches what it reads.
+func slim(obj any) (any, error) {
+	if _, ok := obj.(*corev1.Node); ok {
+		return slimNode(obj)
+	}
+	return slimPod(obj)
+}
+
 // slimPod keeps of a pod what the simulator reads, so that its cache of
-// every bound pod stays small at 2,000 nodes.
+// every bound pod stays small at 2,000 nodes: for an upgrade in place, its
+// generations and its containers' statuses as a kill rewrites them.
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -523,20 +569,21 @@ func slimPod(obj any) (any, error) {
 	containers := func(list []corev1.Container) []corev1.Container {
 		var out []corev1.Container
 		for _, c := range list {
-			out = append(out, corev1.Container{Name: c.Name, Image: c.Image})
+			out = append(out, corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy})
 		}
 		return out
 	}
 	statuses := func(list []corev1.ContainerStatus) []corev1.ContainerStatus {
 		var out []corev1.ContainerStatus
 		for _, c := range list {
-			out = append(out, corev1.ContainerStatus{Name: c.Name, State: corev1.ContainerState{Waiting: c.State.Waiting}})
+			out = append(out, corev1.ContainerStatus{Name: c.Name, Image: c.Image, ContainerID: c.ContainerID, RestartCount: c.RestartCount,
+				Ready: c.Ready, State: c.State, LastTerminationState: c.LastTerminationState})
 		}
 		return out
 	}
 	slim := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Generation: pod.Generation,
 			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp,
 		},
 		Spec: corev1.PodSpec{
@@ -546,6 +593,7 @@ func slimPod(obj any) (any, error) {
 		},
 		Status: corev1.PodStatus{
 			Phase:                 pod.Status.Phase,
+			ObservedGeneration:    pod.Status.ObservedGeneration,
 			ContainerStatuses:     statuses(pod.Status.ContainerStatuses),
 			InitContainerStatuses: statuses(pod.Status.InitContainerStatuses),
 		},

@@ -14,7 +14,9 @@ import (
 // configuration and the KWOK stages of the local cluster. A kwokctl --config
 // file with stages replaces all of kwokctl's default stages, so these hold the
 // delay-free defaults (node initialize and heartbeat, pod ready, complete and
-// delete) plus node-cut-off, pod-ready-again and the bad images' stages.
+// delete) plus node-cut-off, pod-ready-again, the bad images' stages and the
+// kubelet's part of an upgrade in place (pod-restart-in-place, or
+// pod-kill-in-place then pod-start-in-place).
 //
 //go:embed stages/*.yaml
 var stageFiles embed.FS
@@ -111,6 +113,18 @@ const pullGate = "    - key: '.metadata.annotations[\"" + PulledAnnotation + "\"
 	"      values:\n" +
 	"      - 'true'\n"
 
+// inPlaceGatedStages are the pod stages that start the containers of a pod
+// upgraded in place: with image pulls modelled each also selects
+// PulledAnnotation naming the pod's generation, which the pull simulator
+// sets once the node holds the patched images (inPlaceGate).
+var inPlaceGatedStages = []string{"pod-restart-in-place", "pod-start-in-place"}
+
+// inPlaceGate is the selector expression each of inPlaceGatedStages gets.
+const inPlaceGate = "    - key: '.metadata.annotations[\"" + PulledAnnotation + "\"] == (.metadata.generation | tostring)'\n" +
+	"      operator: 'In'\n" +
+	"      values:\n" +
+	"      - 'true'\n"
+
 // stageNames matches a Stage's name in its document.
 var stageNames = regexp.MustCompile(`(?m)^kind: Stage\nmetadata:\n  name: (\S+)\n`)
 
@@ -118,25 +132,34 @@ var stageNames = regexp.MustCompile(`(?m)^kind: Stage\nmetadata:\n  name: (\S+)\
 const selectorStart = "  selector:\n    matchExpressions:\n"
 
 // withPullGate returns config, YAML documents, with pullGate added to the
-// selector of each of pullGatedStages, which it must hold once each.
+// selector of each of pullGatedStages and inPlaceGate to each of
+// inPlaceGatedStages, which it must hold once each.
 func withPullGate(config []byte) ([]byte, error) {
 	docs := bytes.Split(config, []byte("\n---\n"))
 	gated := map[string]int{}
 	for i, doc := range docs {
 		m := stageNames.FindSubmatch(doc)
-		if m == nil || !slices.Contains(pullGatedStages, string(m[1])) {
+		if m == nil {
 			continue
 		}
 		name := string(m[1])
+		gate := pullGate
+		switch {
+		case slices.Contains(pullGatedStages, name):
+		case slices.Contains(inPlaceGatedStages, name):
+			gate = inPlaceGate
+		default:
+			continue
+		}
 		gated[name]++
 		at := bytes.Index(doc, []byte(selectorStart))
 		if at < 0 {
 			return nil, fmt.Errorf("stage %s has no selector expressions to gate on image pulls", name)
 		}
 		at += len(selectorStart)
-		docs[i] = bytes.Join([][]byte{doc[:at], []byte(pullGate), doc[at:]}, nil)
+		docs[i] = bytes.Join([][]byte{doc[:at], []byte(gate), doc[at:]}, nil)
 	}
-	for _, name := range pullGatedStages {
+	for _, name := range slices.Concat(pullGatedStages, inPlaceGatedStages) {
 		if gated[name] != 1 {
 			return nil, fmt.Errorf("the configuration holds %d stages %s, want 1", gated[name], name)
 		}

@@ -34,7 +34,8 @@ func TestConfigHoldsEveryStage(t *testing.T) {
 		"name: node-initialize", "name: node-heartbeat", "name: node-cut-off",
 		"name: pod-ready", "name: pod-complete", "name: pod-delete", "name: pod-ready-again",
 		"name: pod-crashloop", "name: pod-never-ready", "name: pod-pull-fail",
-		CutOffLabel,
+		"name: pod-restart-in-place", "name: pod-kill-in-place", "name: pod-start-in-place",
+		CutOffLabel, RestartAnnotation,
 	} {
 		if !strings.Contains(config, want) {
 			t.Errorf("the kwokctl configuration lacks %q", want)
@@ -68,6 +69,18 @@ func TestBadImageStagesMatchTheirLists(t *testing.T) {
 			}
 			if !strings.Contains(ready, quoted) {
 				t.Errorf("pod-ready.yaml does not exclude %s", image)
+			}
+		}
+	}
+	// The kubelet's part of an upgrade in place restarts a patched
+	// container into each bad image's failure, by the same lists.
+	for _, file := range []string{"pod-restart-in-place.yaml", "pod-start-in-place.yaml"} {
+		stage := read(file)
+		for _, images := range [][]string{CrashLoopImages, NeverReadyImages, PullFailImages} {
+			for _, image := range images {
+				if !strings.Contains(stage, `"`+image+`"`) {
+					t.Errorf("%s does not name %s", file, image)
+				}
 			}
 		}
 	}
@@ -280,10 +293,10 @@ func TestPullGateOnTheStagesThatStartPods(t *testing.T) {
 		if bytes.Contains(plain, []byte(PulledAnnotation)) {
 			t.Errorf("%+v: the configuration without image pulls names %s", heartbeat, PulledAnnotation)
 		}
-		if got := bytes.ReplaceAll(gated, []byte(pullGate), nil); !bytes.Equal(got, plain) {
+		if got := bytes.ReplaceAll(bytes.ReplaceAll(gated, []byte(pullGate), nil), []byte(inPlaceGate), nil); !bytes.Equal(got, plain) {
 			t.Errorf("%+v: the configuration with image pulls differs by more than the gate", heartbeat)
 		}
-		var names []string
+		var names, inPlace []string
 		for key, doc := range configDocs(t, gated) {
 			name, ok := strings.CutPrefix(key, "Stage/")
 			if !ok {
@@ -310,10 +323,19 @@ func TestPullGateOnTheStagesThatStartPods(t *testing.T) {
 			if hasGate {
 				names = append(names, name)
 			}
+			for _, e := range exprs {
+				if expr := e.(map[string]any); strings.Contains(fmt.Sprint(expr["key"]), "(.metadata.generation | tostring)") {
+					inPlace = append(inPlace, name)
+				}
+			}
 		}
 		slices.Sort(names)
 		if want := slices.Sorted(slices.Values(pullGatedStages)); !slices.Equal(names, want) {
 			t.Errorf("%+v: got gated stages %q, want %q", heartbeat, names, want)
+		}
+		slices.Sort(inPlace)
+		if want := slices.Sorted(slices.Values(inPlaceGatedStages)); !slices.Equal(inPlace, want) {
+			t.Errorf("%+v: got stages gated on the pull of a patched pod %q, want %q", heartbeat, inPlace, want)
 		}
 	}
 	if _, err := withPullGate([]byte("kind: Stage\nmetadata:\n  name: pod-ready\n")); err == nil {

@@ -15,6 +15,10 @@
 //     (edgeota.io/alive-answer), the same value written back by the node
 //     agent as soon as its live cache shows it: proof that the node reaches
 //     the API server (challenge.go).
+//   - UpgradeRequest (annotation edgeota.io/upgrade-request), written by the
+//     node agent on the owner's Upgrade of a pod whose offer says it is
+//     upgraded in place: a node may not change a pod's spec, so the
+//     controller carries the request out (request.go).
 //
 // All are annotations written through the pods/status subresource, which the
 // API server lets change annotations (never labels, spec or owners), and
@@ -22,7 +26,8 @@
 // no new rights and no write to the Node; the offer rides in a write made
 // anyway, and a proof of life costs two writes per upgraded pod. OpenYurt's
 // agent reads only the PodNeedUpgrade condition and ignores them all. A pod
-// replaced by its upgrade starts without any.
+// replaced by its upgrade starts without any; a pod upgraded in place keeps
+// them all (the controller's copies are written again as they change).
 package podchannel
 
 import (
@@ -72,6 +77,13 @@ type Offer struct {
 	// longer honoured (the target revision's creation plus the DaemonSet's
 	// edgeota.io/max-hold-seconds). Nil: not known yet.
 	HoldLimit *metav1.Time `json:"holdLimit,omitempty"`
+	// InPlace says that this pod moves to the revision in place: its
+	// images are patched by the controller, the pod stays. The owner's
+	// Upgrade then writes an UpgradeRequest, which the controller carries
+	// out, instead of deleting the pod (a node may not change a pod's
+	// spec). False: the pod is recreated, as agents that do not know this
+	// field do anyway.
+	InPlace bool `json:"inPlace,omitempty"`
 }
 
 // Hold is the owner's request that a pod not be upgraded by the controller
@@ -132,7 +144,7 @@ func (o *Offer) Equal(p *Offer) bool {
 	return o.Revision == p.Revision && maps.Equal(o.Images, p.Images) &&
 		o.ProgressDeadlineSeconds == p.ProgressDeadlineSeconds &&
 		timesEqual(o.OfferedAt, p.OfferedAt) && timesEqual(o.UpgradeDeadline, p.UpgradeDeadline) &&
-		timesEqual(o.HoldLimit, p.HoldLimit)
+		timesEqual(o.HoldLimit, p.HoldLimit) && o.InPlace == p.InPlace
 }
 
 func timesEqual(a, b *metav1.Time) bool {
@@ -176,8 +188,9 @@ func HoldOf(pod *corev1.Pod) (*Hold, error) {
 	return &h, nil
 }
 
-// Encode returns the annotation value of an offer or a hold.
-func Encode[T Offer | Hold](v *T) (string, error) {
+// Encode returns the annotation value of an offer, a hold or an upgrade
+// request.
+func Encode[T Offer | Hold | UpgradeRequest](v *T) (string, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("encoding %T: %w", v, err)

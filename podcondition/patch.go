@@ -31,8 +31,9 @@ type PodsGetter[P PodPatcher] interface {
 // namesake since it was read.
 type statusPatch struct {
 	Metadata struct {
-		UID         types.UID          `json:"uid"`
-		Annotations map[string]*string `json:"annotations,omitempty"`
+		UID             types.UID          `json:"uid"`
+		ResourceVersion string             `json:"resourceVersion,omitempty"`
+		Annotations     map[string]*string `json:"annotations,omitempty"`
 	} `json:"metadata"`
 	Status struct {
 		Conditions []map[string]any `json:"conditions,omitempty"`
@@ -49,10 +50,12 @@ type Annotations map[string]*string
 
 // Ref names the pod a status patch is for. A patch carries its UID, so that
 // the API server refuses it if the pod was replaced by a namesake since it
-// was read.
+// was read; and its ResourceVersion when set, so that it refuses it (a
+// conflict) if the pod changed at all since.
 type Ref struct {
 	Namespace, Name string
 	UID             types.UID
+	ResourceVersion string
 }
 
 // RefOf is the pod's Ref.
@@ -121,7 +124,7 @@ func RemoveRef[G PodsGetter[P], P PodPatcher](ctx context.Context, pods G, ref R
 // pod's namespace.
 func patch(ctx context.Context, pods PodPatcher, ref Ref, entry map[string]any, annotations Annotations, fieldManager string) (*corev1.Pod, error) {
 	var p statusPatch
-	p.Metadata.UID = ref.UID
+	p.Metadata.UID, p.Metadata.ResourceVersion = ref.UID, ref.ResourceVersion
 	p.Metadata.Annotations = annotations
 	what := "annotations"
 	if entry != nil {

@@ -74,6 +74,11 @@ const (
 	// upgraded node is proven by its Lease alone. Absent or "true": the
 	// first of the agent's answer and the Lease renewal proves it.
 	AgentProofAnnotation = "edgeota.io/agent-proof"
+	// UpdateMethodAnnotation says how a node's pod moves to the target
+	// revision (UpdateMethod): recreated (the default), or its images
+	// patched in place when only images changed, as OpenKruise's
+	// InPlaceIfPossible does. Both strategies.
+	UpdateMethodAnnotation = "edgeota.io/update-method"
 
 	// RolloutStatusAnnotation is written by the controller: its JSON summary
 	// of the rollout (Status). The only key the controller may write on a
@@ -88,7 +93,7 @@ var DaemonSetAnnotations = []string{
 	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation,
 	PartitionAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation,
 	PreDownloadAnnotation, PreDownloadParallelismAnnotation, PreDownloadCanaryAnnotation, PreDownloadTimeoutAnnotation,
-	PreDownloadOnTimeoutAnnotation, AgentProofAnnotation, RolloutStatusAnnotation,
+	PreDownloadOnTimeoutAnnotation, AgentProofAnnotation, UpdateMethodAnnotation, RolloutStatusAnnotation,
 }
 
 // Annotations on Nodes.
@@ -121,7 +126,20 @@ const (
 	// on the same pod, written as its node. It proves that the node reached
 	// the API server after the controller judged the pod settled.
 	AnswerAnnotation = "edgeota.io/alive-answer"
+	// UpgradeRequestAnnotation carries the owner's request to upgrade a pod
+	// in place, written by the node agent (which may not change a pod's
+	// spec) for the controller to carry out: bound to the pod's UID and the
+	// revision the owner agreed to (package podchannel has the form).
+	UpgradeRequestAnnotation = "edgeota.io/upgrade-request"
 )
 
 // PodAnnotations are the pod annotations the controller reads.
-var PodAnnotations = []string{OfferAnnotation, HoldAnnotation, ChallengeAnnotation, AnswerAnnotation}
+var PodAnnotations = []string{OfferAnnotation, HoldAnnotation, ChallengeAnnotation, AnswerAnnotation, UpgradeRequestAnnotation}
+
+// InPlaceLabel, "true" on a DaemonSet's pod template (and so on its pods),
+// is the operator's consent that the controller may patch those pods'
+// images: the controller's admission policy (charts/edgeota) lets its
+// identity patch no pod without it, and the controller's patch may change
+// no label but the two revision labels, so it can never add it. Without it
+// an in-place DaemonSet's pods are recreated.
+const InPlaceLabel = "edgeota.io/in-place"

@@ -51,6 +51,18 @@ const (
 	ReasonDeletedPod = "SuccessfulDelete"
 	// ReasonFailedDelete: deleting an out-of-date pod failed; it is retried.
 	ReasonFailedDelete = "FailedDelete"
+	// ReasonUpdatedInPlace: an out-of-date pod's images were patched to the
+	// target revision's (edgeota.io/update-method InPlaceIfPossible), as
+	// OpenKruise names the event.
+	ReasonUpdatedInPlace = "SuccessfulUpdatePodInPlace"
+	// ReasonFailedUpdateInPlace: patching an out-of-date pod's images
+	// failed; it is retried.
+	ReasonFailedUpdateInPlace = "FailedUpdatePodInPlace"
+	// ReasonInPlaceNotPossible: an in-place DaemonSet's pods move to the
+	// target revision by recreation instead, for the reason the event
+	// gives (more changed than images, no image changed, a kubelet that
+	// reports no observedGeneration, ...); once per reason and revision.
+	ReasonInPlaceNotPossible = "InPlaceNotPossible"
 	// ReasonFailedCondition: writing OTA conditions failed; it is retried.
 	ReasonFailedCondition = "FailedUpdateCondition"
 	// ReasonPrePullSucceeded: a node pulled the target revision's images.

@@ -68,6 +68,24 @@ type Status struct {
 	// agent that cannot write, edgeota.io/agent-proof "false"); absent
 	// before the first node settles.
 	Proven *ProvenNodes `json:"proven,omitempty"`
+	// UpdateMethod is the DaemonSet's edgeota.io/update-method when it
+	// asks for in-place upgrades (InPlaceIfPossible); absent for Recreate.
+	UpdateMethod UpdateMethod `json:"updateMethod,omitempty"`
+	// Recreate counts, when in-place upgrades are asked for, the nodes
+	// still to upgrade whose pod is recreated instead, with why; absent
+	// when none.
+	Recreate *Recreated `json:"recreate,omitempty"`
+}
+
+// Recreated counts the nodes of an in-place rollout whose pod is
+// recreated instead, by why: the reason names the revision the pods run
+// when it is about the revision (more changed than images), or the node
+// when it is about the node (a kubelet that reports no observedGeneration).
+type Recreated struct {
+	// Count is how many nodes.
+	Count int `json:"count"`
+	// Reasons counts them by why.
+	Reasons map[string]int `json:"reasons,omitempty"`
 }
 
 // Pulls counts where a rollout's pre-downloads stand, over the nodes not

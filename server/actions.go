@@ -376,13 +376,14 @@ func (s *Server) attempt(ctx context.Context, a queuedAction) (step, string) {
 			return stepWait, status.Convert(err).Message()
 		}
 		if current, err := s.queue.markDeleteSent(a); err != nil {
-			// The delete is sent all the same: only a lost answer followed by
-			// a restart would then be misread, as the pod gone.
+			// The delete (or request) is sent all the same: only a lost
+			// answer followed by a restart would then be misread, as the
+			// pod gone.
 			klog.FromContext(ctx).Error(err, "Storing that a queued upgrade's delete is sent", "pod", klog.KObj(pod))
 		} else if !current {
 			return stepWait, "replaced or cancelled meanwhile"
 		}
-		err = s.deleteForUpgrade(ctx, pod, target)
+		err = s.startUpgrade(ctx, pod, target, userOf(a.Caller))
 	case ActionImagePull:
 		err = s.requestPull(ctx, pod, target)
 	}
@@ -431,21 +432,26 @@ func stepOf(err error, done string) (step, string) {
 	}
 }
 
-// deleteLanded reports whether the pod a queued upgrade sent a delete for
-// is gone or terminating, as the live read found it (pod, err) or, while the
-// API server is out of reach, as the pod cache saw it.
+// deleteLanded reports whether what a queued upgrade sent landed, as the
+// live read found the pod (pod, err) or, while the API server is out of
+// reach, as the pod cache saw it: the pod gone or terminating (a delete), or
+// carrying the owner's request for an upgrade in place to the revision
+// agreed to, or patched to it already (a request). The view follows the
+// upgrade from there: the action's "done" is the upgrade started, as a
+// delete's is.
 func (s *Server) deleteLanded(a queuedAction, pod *corev1.Pod, err error) bool {
+	landed := func(p *corev1.Pod) bool { return deleted(p) || requested(a.TargetRevision)(p) }
 	switch status.Code(err) {
 	case codes.OK:
 		if pod.UID != a.PodUID {
 			pod = nil
 		}
-		return deleted(pod)
+		return landed(pod)
 	case codes.NotFound:
 		return true
 	case codes.Unavailable:
 		cached, known := s.cachedPod(a.Namespace, a.Name, a.PodUID)
-		return known && deleted(cached)
+		return known && landed(cached)
 	}
 	return false
 }

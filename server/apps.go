@@ -14,6 +14,7 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/internal/appreason"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 )
@@ -47,6 +48,13 @@ type appMemory struct {
 	podName  string
 	revision string
 	offered  targetInfo
+	// generation, images and containers are that pod's metadata.generation,
+	// its containers' images (by name, from its spec) and their IDs
+	// (health.ContainerID, from its status): what an upgrade in place,
+	// which keeps the pod, is told and judged by.
+	generation int64
+	images     map[string]string
+	containers map[string]uint64
 	// upgrade follows a replacement of the app's pod; nil when none is under
 	// way or shown.
 	upgrade *replacement
@@ -59,9 +67,10 @@ type appMemory struct {
 
 // replacement is an upgrade in flight: the old pod was seen deleted (or a pod
 // of another revision took its place), and the new one is judged by
-// health.Judge from since on.
+// health.Judge from since on; or the pod was seen patched to another
+// revision (inPlace), and it is judged by health.JudgeInPlace.
 type replacement struct {
-	old     types.UID // the replaced pod
+	old     types.UID // the replaced pod (in place: the pod itself)
 	oldName string    // and its name
 	target  string    // the revision it was replaced for, "" if unknown
 	// deadline is the progress deadline the offer of that revision carried
@@ -69,6 +78,9 @@ type replacement struct {
 	deadline time.Duration
 	since    time.Time // when the agent saw the replacement start
 	settled  bool      // the new pod has been available: UPGRADED
+	// inPlace is, for an upgrade in place, what the patched pod is judged
+	// against: the generation the patch made, the containers before it.
+	inPlace *health.InPlace
 }
 
 // appInput is one app's pods as the cache holds them.
@@ -228,13 +240,40 @@ func (r phaseRule) follow(in *appInput, mem *appMemory, need *corev1.PodConditio
 		// The pod seen last is gone, its deletion unseen, while a newer
 		// version was offered: an upgrade, whose new pod is yet to come.
 		mem.upgrade = &replacement{old: mem.pod, oldName: mem.podName, target: mem.offered.revision, deadline: mem.offered.deadline, since: now}
+	case in.current != nil && in.current.UID == mem.pod && in.current.Labels[revisionLabel] != mem.revision &&
+		in.current.Generation > mem.generation && mem.generation > 0:
+		// The pod seen last was patched to another revision: an upgrade in
+		// place (a node cannot change a pod's labels or spec, so it is the
+		// controller's), judged against the pod as seen before the patch.
+		up := &health.InPlace{Generation: in.current.Generation, Before: mem.containers}
+		for name, image := range podchannel.ImagesOf(&in.current.Spec) {
+			if mem.images[name] != image {
+				up.Changed = append(up.Changed, name)
+			}
+		}
+		slices.Sort(up.Changed)
+		mem.upgrade = &replacement{old: mem.pod, oldName: mem.podName, target: in.current.Labels[revisionLabel],
+			deadline: mem.offered.deadline, since: now, inPlace: up}
 	case mem.upgrade != nil && mem.upgrade.settled && target.revision != "":
 		// A newer version is offered after the upgrade: the next change.
 		mem.upgrade = nil
 	}
 	if in.current != nil {
 		mem.pod, mem.podName, mem.revision, mem.offered = in.current.UID, in.current.Name, in.current.Labels[revisionLabel], target
+		mem.generation, mem.images = in.current.Generation, podchannel.ImagesOf(&in.current.Spec)
+		mem.containers = containerIDs(in.current)
 	}
+}
+
+// containerIDs are the pod's containers' IDs (health.ContainerID), by name.
+func containerIDs(pod *corev1.Pod) map[string]uint64 {
+	ids := make(map[string]uint64, len(pod.Status.InitContainerStatuses)+len(pod.Status.ContainerStatuses))
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, c := range statuses {
+			ids[c.Name] = health.ContainerID(c.ContainerID)
+		}
+	}
+	return ids
 }
 
 // phase is a phase with its reason, message, and when it began as the pod's
@@ -251,7 +290,8 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 	pod := in.current
 	var (
 		verdict  health.Verdict
-		newPod   = pod != nil && mem.upgrade != nil && pod.UID != mem.upgrade.old
+		inPlace  = pod != nil && mem.upgrade != nil && mem.upgrade.inPlace != nil && pod.UID == mem.upgrade.old
+		newPod   = pod != nil && mem.upgrade != nil && pod.UID != mem.upgrade.old || inPlace
 		deadline = r.deadline
 	)
 	if mem.upgrade != nil && mem.upgrade.deadline > 0 {
@@ -259,6 +299,14 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 		deadline = mem.upgrade.deadline
 	}
 	switch {
+	case inPlace && !mem.upgrade.settled:
+		// The pod upgraded in place: the one rule for it, from the patch,
+		// by what the kubelet reports (its observedGeneration, the new
+		// containers), never by the revision label or the images the
+		// patch wrote.
+		facts := health.PodOf(pod, nil)
+		verdict = health.JudgeInPlace(&facts, mem.upgrade.inPlace, mem.upgrade.since, 0, deadline, now)
+		mem.upgrade.settled = verdict.State == health.Settled
 	case newPod && !mem.upgrade.settled:
 		// The upgrade's new pod: the one rule, with the deadline.
 		facts := health.PodOf(pod, nil)
@@ -291,15 +339,31 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 	if r.queued != nil && pod != nil {
 		app.QueuedActions = r.queued(pod.Namespace, pod.Name)
 	}
-	upgrading := in.deleting != nil || pod == nil || newPod && verdict.State == health.Progressing
+	// Once its new pod settled (or its new containers), an upgrade is
+	// over: a restart later (the kill of an upgrade in place leaves one
+	// behind, however Ready the pod stays) is no upgrade.
+	upgrading := in.deleting != nil || pod == nil || newPod && !mem.upgrade.settled && verdict.State == health.Progressing
+	request := pendingRequest(pod, need, offered)
 
 	switch {
 	case verdict.State == health.Failed:
 		// The new version does not run, in the container's own words.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_FAILED, verdict.Reason, verdict.Message, time.Time{}}, 0
 	case upgrading:
-		// The old pod is gone or going; the new one is not available yet.
+		// The old pod is gone or going (or patched in place); the new
+		// one is not available yet.
+		if inPlace && verdict.Reason == "" {
+			verdict.Reason, verdict.Message = appreason.UpdatingInPlace, "the pod's images were patched; the kubelet restarts its changed containers"
+		}
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING, verdict.Reason, verdict.Message, time.Time{}}, verdict.Recheck
+	case request.refused != "":
+		// The owner's request for an upgrade in place was not carried out:
+		// the rollout halted, or moved on to another revision.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_FAILED, appreason.UpgradeRequestRefused, request.refused, time.Time{}}, 0
+	case request.pending:
+		// The owner asked; the controller patches the pod.
+		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING, appreason.UpgradeRequested,
+			fmt.Sprintf("the upgrade in place to revision %s was requested; the controller patches the pod", offered), time.Time{}}, 0
 	case len(queuedUpgrades(app.QueuedActions)) > 0:
 		// The owner's upgrade or pre-pull waits for the API server.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_QUEUED, reasonQueued, queuedMessage(queuedUpgrades(app.QueuedActions)), time.Time{}}, 0
@@ -316,7 +380,8 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 		// A newer version waits for the owner.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADE_AVAILABLE, need.Reason, need.Message, need.LastTransitionTime.Time}, 0
 	case newPod && mem.upgrade.settled:
-		// The new pod is available: shown until the app's next change.
+		// The new pod is available (or the patched one's new containers
+		// run): shown until the app's next change.
 		return phase{edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADED, "", "", time.Time{}}, 0
 	default:
 		// Nothing newer is offered.
@@ -327,6 +392,44 @@ func (r phaseRule) otaPhase(in *appInput, mem *appMemory, need *corev1.PodCondit
 // ReasonReplacementPending is an UPGRADING app's reason while its old pod is
 // gone or terminating and no replacement is on the node yet.
 const ReasonReplacementPending = "ReplacementPending"
+
+// requestState is where the owner's request to upgrade a pod in place
+// stands, as its pod shows it.
+type requestState struct {
+	// pending: the pod carries the request for the revision offered, and
+	// is not patched yet.
+	pending bool
+	// refused says why a request the pod carries will not be carried out:
+	// the offer was withdrawn (the rollout halted), or another revision is
+	// offered now; "" when not refused.
+	refused string
+}
+
+// pendingRequest reads the owner's request on the pod (for its UID), given
+// its PodNeedUpgrade condition (need) and the revision it is offered
+// (offered, "" if none). A request the pod has carried out (patched to its
+// revision) or that nothing waits for any more (the pod up to date, no
+// reason given) says nothing.
+func pendingRequest(pod *corev1.Pod, need *corev1.PodCondition, offered string) requestState {
+	if pod == nil {
+		return requestState{}
+	}
+	r, err := podchannel.RequestOf(pod)
+	if err != nil || r == nil || r.UID != pod.UID || pod.Labels[revisionLabel] == r.Revision {
+		return requestState{}
+	}
+	switch {
+	case offered == r.Revision:
+		return requestState{pending: true}
+	case offered != "":
+		return requestState{refused: fmt.Sprintf("the upgrade in place to revision %s requested at %s was not carried out: revision %s is offered now; ask again to agree to it",
+			r.Revision, r.At.UTC().Format(time.RFC3339), offered)}
+	case need != nil && need.Reason != "":
+		return requestState{refused: fmt.Sprintf("the upgrade in place to revision %s requested at %s was not carried out: %s: %s",
+			r.Revision, r.At.UTC().Format(time.RFC3339), need.Reason, need.Message)}
+	}
+	return requestState{}
+}
 
 // replacementPending words health.Judge's verdict on an app with no current
 // pod: the replacement is pending until the deadline, and has failed to

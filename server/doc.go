@@ -24,7 +24,9 @@
 //   - upgrade.go: Upgrade and ImagePull, the live read of one pod (a list of
 //     the node's pods by name, which a node's identity may make; a dry-run
 //     delete that deletes nothing tells a missing pod from another node's),
-//     the checks they share, and what a delete or status patch whose answer
+//     the checks they share, the owner's request for an upgrade in place
+//     written instead of the delete when the offer says so
+//     (WriteUpgradeRequest), and what a delete or status patch whose answer
 //     was lost did (read again by UID, or as the pod cache saw it).
 //   - hold.go: Hold and ReleaseHold, the owner's "not now": the hold's end
 //     computed with the API server's clock (package internal/holdtime: the
@@ -50,8 +52,10 @@
 //     ended by then expires instead).
 //   - The owner's view, one entry per app (a DaemonSet with a pod here):
 //     apps.go: grouping pods into apps by owner, following an app across the
-//     replacement of its pod, and its phase (health.Judge decides FAILED,
-//     a replacement that never appears included);
+//     replacement of its pod (or its upgrade in place: the same pod patched,
+//     judged by health.JudgeInPlace; the owner's request, and its refusal),
+//     and its phase (health.Judge decides FAILED, a replacement that never
+//     appears included);
 //     upgrades.go: the view kept current from the pod cache, ListUpgrades;
 //     watch.go: WatchUpgrades' bounded fan-out (snapshot, upserts, deletes,
 //     heartbeats, slow readers cut off) over gRPC and its own REST route;

@@ -162,10 +162,12 @@ func (c *PodCache) writeView(logger klog.Logger, contact time.Time) error {
 	return nil
 }
 
-// storedPod is the part of pod that ListPods shows (see podToProto) and that
-// the checks of a queued action read: the node's disk keeps no more of a pod
-// than its owner can already see, and a stored pod converts to the same
-// answer as the live one.
+// storedPod is the part of pod that ListPods shows (see podToProto), that
+// the checks of a queued action read, and that the owner's view follows an
+// upgrade in place by (the pod's generation, its containers' IDs, init
+// containers' included, and the generation its kubelet observed): the
+// node's disk keeps no more of a pod than its owner can already see, and a
+// stored pod converts to the same answer as the live one.
 func storedPod(pod *corev1.Pod) corev1.Pod {
 	return corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -178,6 +180,7 @@ func storedPod(pod *corev1.Pod) corev1.Pod {
 			CreationTimestamp: pod.CreationTimestamp,
 			DeletionTimestamp: pod.DeletionTimestamp,
 			ResourceVersion:   pod.ResourceVersion,
+			Generation:        pod.Generation,
 		},
 		Spec: corev1.PodSpec{
 			NodeName:       pod.Spec.NodeName,
@@ -185,14 +188,16 @@ func storedPod(pod *corev1.Pod) corev1.Pod {
 			InitContainers: storedContainers(pod.Spec.InitContainers),
 		},
 		Status: corev1.PodStatus{
-			Phase:             pod.Status.Phase,
-			Reason:            pod.Status.Reason,
-			Message:           pod.Status.Message,
-			HostIP:            pod.Status.HostIP,
-			PodIP:             pod.Status.PodIP,
-			StartTime:         pod.Status.StartTime,
-			Conditions:        pod.Status.Conditions,
-			ContainerStatuses: pod.Status.ContainerStatuses,
+			Phase:                 pod.Status.Phase,
+			Reason:                pod.Status.Reason,
+			Message:               pod.Status.Message,
+			HostIP:                pod.Status.HostIP,
+			PodIP:                 pod.Status.PodIP,
+			StartTime:             pod.Status.StartTime,
+			Conditions:            pod.Status.Conditions,
+			ContainerStatuses:     pod.Status.ContainerStatuses,
+			InitContainerStatuses: pod.Status.InitContainerStatuses,
+			ObservedGeneration:    pod.Status.ObservedGeneration,
 		},
 	}
 }

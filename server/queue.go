@@ -83,9 +83,11 @@ type queuedAction struct {
 	Caller    *ownerauth.Identity `json:"caller,omitempty"`
 	QueuedAt  time.Time           `json:"queuedAt"`
 	ExpiresAt time.Time           `json:"expiresAt"`
-	// DeleteSent is set, on the disk, before an upgrade's delete is sent:
-	// its answer may be lost (a timeout, a power cut), so from then on the
-	// pod with PodUID found gone or terminating means the upgrade started.
+	// DeleteSent is set, on the disk, before an upgrade's delete (or, for
+	// a pod that moves in place, its request) is sent: its answer may be
+	// lost (a timeout, a power cut), so from then on the pod with PodUID
+	// found gone or terminating, or carrying the request, or patched to
+	// TargetRevision, means the upgrade started.
 	DeleteSent bool `json:"deleteSent,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -17,7 +18,10 @@ import (
 	"k8s.io/klog/v2"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/ownerauth"
+	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
+	"github.com/edgeota/edgeota/rollout"
 )
 
 // notUpdatable starts every refusal of an upgrade that depends on the pod's
@@ -28,9 +32,15 @@ var daemonSetKind = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
 
 // Upgrade deletes the pod, with preconditions on its UID and resourceVersion so
 // that a pod replaced or changed since the checks is never deleted by mistake;
-// the DaemonSet controller (OnDelete) recreates it from the new template. With
-// queue_if_offline, an API server found unreachable by the live read queues
-// the upgrade instead (see queueAction).
+// the DaemonSet controller (OnDelete) recreates it from the new template. A
+// pod whose offer says it moves in place (podchannel.Offer.InPlace) is not
+// deleted: the agent writes the owner's request on it instead
+// (podchannel.UpgradeRequest, a status patch with the same preconditions),
+// which the controller carries out by patching its images, since a node may
+// not change a pod's spec; the answer then means "requested", and the owner's
+// view follows the upgrade (and shows a refusal). With queue_if_offline, an
+// API server found unreachable by the live read queues the upgrade instead
+// (see queueAction).
 func (s *Server) Upgrade(ctx context.Context, req *edgeotav1.UpgradeRequest) (*edgeotav1.UpgradeResponse, error) {
 	pod, err := s.livePod(ctx, req.GetNamespace(), req.GetName())
 	if err != nil {
@@ -46,10 +56,87 @@ func (s *Server) Upgrade(ctx context.Context, req *edgeotav1.UpgradeRequest) (*e
 	if err := prePullGate(pod, target); err != nil {
 		return nil, err
 	}
-	if err := s.deleteForUpgrade(ctx, pod, target); err != nil {
+	if err := s.startUpgrade(ctx, pod, target, userOf(ownerauth.CallerFrom(ctx).Identity)); err != nil {
 		return nil, err
 	}
 	return &edgeotav1.UpgradeResponse{Message: upgradeStarted(pod.Namespace, pod.Name)}, nil
+}
+
+// startUpgrade upgrades the checked pod to target as its offer says: the
+// owner's request for an upgrade in place written on it (by, the caller),
+// or the pod deleted.
+func (s *Server) startUpgrade(ctx context.Context, pod *corev1.Pod, target, by string) error {
+	if inPlaceOffered(pod, target) {
+		return s.requestInPlace(ctx, pod, target, by)
+	}
+	return s.deleteForUpgrade(ctx, pod, target)
+}
+
+// inPlaceOffered reports whether the pod's offer of target says that it
+// moves in place: its owner's upgrade is then a request.
+func inPlaceOffered(pod *corev1.Pod, target string) bool {
+	offer, err := podchannel.OfferOf(pod)
+	return err == nil && offer != nil && offer.Revision == target && offer.InPlace
+}
+
+// requestInPlace writes the owner's request to upgrade the pod in place to
+// target on its status (WriteUpgradeRequest), with preconditions on the UID
+// and resourceVersion the pod was checked at. A write the API server gave
+// no definite answer to is resolved as a deletion's is (writeFailed): done
+// if the pod with that UID carries the request, or has been patched to
+// target already.
+func (s *Server) requestInPlace(ctx context.Context, pod *corev1.Pod, target, by string) error {
+	actx, cancel := context.WithTimeout(ctx, s.apiTimeout)
+	defer cancel()
+	err := WriteUpgradeRequest(actx, s.client, pod, target, by, s.clock.Now())
+	if apierrors.IsNotFound(err) {
+		return status.Errorf(codes.Aborted, "pod %s was deleted by someone else meanwhile", klog.KObj(pod))
+	}
+	if err != nil {
+		if err := s.writeFailed(ctx, pod, err, podWrite{
+			action: fmt.Sprintf("requesting the upgrade of pod %s in place", klog.KObj(pod)), done: requested(target),
+			notDone: "the pod does not carry the request", happened: "the request was written",
+		}); err != nil {
+			return err
+		}
+	}
+	klog.FromContext(ctx).Info("Requested the upgrade of the pod in place", "pod", klog.KObj(pod), "revision", target, "by", by)
+	return nil
+}
+
+// WriteUpgradeRequest writes, as the agent does on its owner's Upgrade of a
+// pod offered in place, the owner's request (by, at the API server's time
+// at) to upgrade the pod to target: one status patch of the annotation
+// rollout.UpgradeRequestAnnotation, conditional on the pod's UID and
+// resourceVersion. Exported so that the benchmark's owners ask by the
+// agent's very write.
+func WriteUpgradeRequest[G podcondition.PodsGetter[P], P podcondition.PodPatcher](ctx context.Context, pods G, pod *corev1.Pod, target, by string, at time.Time) error {
+	req := &podchannel.UpgradeRequest{UID: pod.UID, Revision: target, By: by, At: metav1.NewTime(at.Truncate(time.Second))}
+	value, err := podchannel.Encode(req)
+	if err != nil {
+		return fmt.Errorf("encoding the upgrade request of pod %s: %w", klog.KObj(pod), err)
+	}
+	ref := podcondition.RefOf(pod)
+	ref.ResourceVersion = pod.ResourceVersion
+	_, err = podcondition.AnnotateRef(ctx, pods, ref, podcondition.Annotations{rollout.UpgradeRequestAnnotation: &value}, FieldManager)
+	return err
+}
+
+// requested tells a pod (nil: gone) that carries the owner's request to
+// upgrade it in place to target, or that the controller patched to target
+// already (its revision label, which a node cannot write): what a request
+// does.
+func requested(target string) func(*corev1.Pod) bool {
+	return func(pod *corev1.Pod) bool {
+		if pod == nil {
+			return false
+		}
+		if pod.Labels[revisionLabel] == target {
+			return true
+		}
+		r, err := podchannel.RequestOf(pod)
+		return err == nil && r.For(pod.UID, target)
+	}
 }
 
 // ImagePull records the owner's request on the pod as PodImageReady=False,

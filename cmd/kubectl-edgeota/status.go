@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -316,9 +318,12 @@ func (c *cli) details(v view, live bool) []detail {
 		return fmt.Sprintf(format, args...)
 	}
 	if s := v.status; s != nil && (v.stage != stageComplete || live) {
-		if s.Strategy != "" {
+		switch {
+		case s.Strategy != "" && s.UpdateMethod != "":
+			line(nil, "revision", "%d (%s), %s, %s", s.Revision, s.Hash, s.Strategy, s.UpdateMethod)
+		case s.Strategy != "":
 			line(nil, "revision", "%d (%s), %s", s.Revision, s.Hash, s.Strategy)
-		} else {
+		default:
 			line(nil, "revision", "%d (%s)", s.Revision, s.Hash)
 		}
 		line(&stateUpdated, "updated", "%d of %s", s.Updated, nodes(s.Total))
@@ -384,6 +389,11 @@ func (c *cli) details(v view, live bool) []detail {
 		}
 		if live && s.Reason != "" && !s.Halted && !s.Paused {
 			line(nil, "reason", "%s", s.Reason)
+		}
+		if r := s.Recreate; r != nil && r.Count > 0 {
+			for _, why := range slices.Sorted(maps.Keys(r.Reasons)) {
+				line(nil, "recreate", "%s instead of in place: %s", nodes(r.Reasons[why]), why)
+			}
 		}
 	}
 	if v.window != "" && v.stage != stageComplete {

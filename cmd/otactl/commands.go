@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
+	"github.com/edgeota/edgeota/internal/appreason"
 	"github.com/edgeota/edgeota/internal/exitcode"
 	"github.com/edgeota/edgeota/internal/terminal"
 )
@@ -356,16 +357,21 @@ func (c *cli) act(ctx context.Context, verb, namespace, daemonSet string) error 
 // idempotent) and failed at PULL_FAILED seen after the request was taken up
 // (PULL_REQUESTED or QUEUED seen). An upgrade is done at UPGRADED, and failed
 // at FAILED, only once the app's pod was replaced or seen UPGRADING: until
-// then what the agent shows is the old pod's state.
+// then what the agent shows is the old pod's state. An upgrade in place
+// keeps the pod: it has started once seen UPGRADING (the request, then the
+// patch) or at another revision (the patch, when the view caught none of
+// its UPGRADING), and its refusal (FAILED, reason UpgradeRequestRefused) is
+// the request's own doing whenever it is seen.
 type waiter struct {
-	verb    string
-	oldPod  string
-	started bool
-	last    *edgeotav1.App
+	verb        string
+	oldPod      string
+	oldRevision string
+	started     bool
+	last        *edgeotav1.App
 }
 
 func newWaiter(verb string, app *edgeotav1.App, queued bool) *waiter {
-	return &waiter{verb: verb, oldPod: app.GetPod(), started: queued && verb == "pull"}
+	return &waiter{verb: verb, oldPod: app.GetPod(), oldRevision: app.GetCurrentRevision(), started: queued && verb == "pull"}
 }
 
 // observe takes the app's latest state and reports whether the wait is over,
@@ -386,7 +392,8 @@ func (w *waiter) observe(a *edgeotav1.App) (bool, error) {
 		}
 		return false, nil
 	}
-	if phase == edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING || a.GetPod() != w.oldPod {
+	if phase == edgeotav1.UpgradePhase_UPGRADE_PHASE_UPGRADING || a.GetPod() != w.oldPod || a.GetCurrentRevision() != w.oldRevision ||
+		a.GetReason() == appreason.UpgradeRequestRefused {
 		w.started = true
 	}
 	if !w.started {

@@ -335,6 +335,8 @@ type UpgradeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A human-readable sentence, "Start updating pod <ns>/<name>", or "Upgrade
 	// of pod <ns>/<name> queued until the API server is reachable" when queued.
+	// For a pod upgraded in place, the sentence says that the request was
+	// written: the upgrade itself follows in ListUpgrades.
 	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
 	// True when the request was queued (REST: 202 Accepted); see ListActions.
 	Queued        bool `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`

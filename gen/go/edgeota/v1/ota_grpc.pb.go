@@ -74,7 +74,14 @@ type OTAServiceClient interface {
 	// Upgrade deletes the pod so that its DaemonSet (updateStrategy OnDelete)
 	// recreates it from the new template. It is refused unless the pod runs on
 	// this node, belongs to a DaemonSet and has PodNeedUpgrade=True, and while an
-	// image pre-pull for the target revision is under way or has failed.
+	// image pre-pull for the target revision is under way or has failed. A pod
+	// whose offer says it moves in place (its DaemonSet's
+	// edgeota.io/update-method InPlaceIfPossible) is not deleted: the agent
+	// writes the owner's request on it, bound to the pod and the revision
+	// offered, and the controller patches its images, since a node may not
+	// change a pod's spec. The answer then means "requested"; ListUpgrades
+	// and WatchUpgrades follow the upgrade, and show a refusal (the rollout
+	// halted, or moved on) as FAILED, reason "UpgradeRequestRefused".
 	// REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
 	Upgrade(ctx context.Context, in *UpgradeRequest, opts ...grpc.CallOption) (*UpgradeResponse, error)
 	// ListActions lists the upgrades, image pre-pulls, holds and releases
@@ -264,7 +271,14 @@ type OTAServiceServer interface {
 	// Upgrade deletes the pod so that its DaemonSet (updateStrategy OnDelete)
 	// recreates it from the new template. It is refused unless the pod runs on
 	// this node, belongs to a DaemonSet and has PodNeedUpgrade=True, and while an
-	// image pre-pull for the target revision is under way or has failed.
+	// image pre-pull for the target revision is under way or has failed. A pod
+	// whose offer says it moves in place (its DaemonSet's
+	// edgeota.io/update-method InPlaceIfPossible) is not deleted: the agent
+	// writes the owner's request on it, bound to the pod and the revision
+	// offered, and the controller patches its images, since a node may not
+	// change a pod's spec. The answer then means "requested"; ListUpgrades
+	// and WatchUpgrades follow the upgrade, and show a refusal (the rollout
+	// halted, or moved on) as FAILED, reason "UpgradeRequestRefused".
 	// REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
 	Upgrade(context.Context, *UpgradeRequest) (*UpgradeResponse, error)
 	// ListActions lists the upgrades, image pre-pulls, holds and releases

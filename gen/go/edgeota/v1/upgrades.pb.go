@@ -57,8 +57,15 @@ const (
 	// terminating, its replacement not created or not placed here yet), the
 	// reason is "ReplacementPending" and the message names the old pod; if
 	// no replacement appears by the upgrade deadline, the app is FAILED.
+	// An app upgraded in place (its offer says so) keeps its pod: UPGRADING
+	// with reason "UpgradeRequested" once its owner asked, then
+	// "UpdatingInPlace" (or the kubelet's own reason, such as ErrImagePull)
+	// once the controller patched its images, until the kubelet observed the
+	// patch and runs each changed container under a new container ID, Ready.
 	UpgradePhase_UPGRADE_PHASE_UPGRADING UpgradePhase = 7
-	// The new pod is available at the target revision. Shown until the app's
+	// The new pod is available at the target revision (in place: the kubelet
+	// observed the patch and the changed containers run anew, Ready; never
+	// judged by the pod's revision label or images). Shown until the app's
 	// next change; after an agent restart it may show as UP_TO_DATE.
 	UpgradePhase_UPGRADE_PHASE_UPGRADED UpgradePhase = 8
 	// The app's new pod does not run: a container in CrashLoopBackOff or with
@@ -67,6 +74,10 @@ const (
 	// Also when no replacement for the old pod appeared on the node by the
 	// deadline: reason "ProgressDeadlineExceeded", the message naming the old
 	// pod; shown until a pod of the app appears (then judged as the new pod).
+	// And when the controller did not carry out the owner's request for an
+	// upgrade in place: reason "UpgradeRequestRefused", the message saying
+	// why (the rollout halted, or another revision is offered now, which the
+	// owner may ask for anew).
 	UpgradePhase_UPGRADE_PHASE_FAILED UpgradePhase = 9
 	// The app is not under the OTA strategy: the cluster upgrades it. Only its
 	// current revision and images are shown.

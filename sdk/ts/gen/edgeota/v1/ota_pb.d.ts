@@ -190,6 +190,8 @@ export declare type UpgradeResponse = Message<"edgeota.v1.UpgradeResponse"> & {
   /**
    * A human-readable sentence, "Start updating pod <ns>/<name>", or "Upgrade
    * of pod <ns>/<name> queued until the API server is reachable" when queued.
+   * For a pod upgraded in place, the sentence says that the request was
+   * written: the upgrade itself follows in ListUpgrades.
    *
    * @generated from field: string message = 1;
    */
@@ -779,7 +781,14 @@ export declare const OTAService: GenService<{
    * Upgrade deletes the pod so that its DaemonSet (updateStrategy OnDelete)
    * recreates it from the new template. It is refused unless the pod runs on
    * this node, belongs to a DaemonSet and has PodNeedUpgrade=True, and while an
-   * image pre-pull for the target revision is under way or has failed.
+   * image pre-pull for the target revision is under way or has failed. A pod
+   * whose offer says it moves in place (its DaemonSet's
+   * edgeota.io/update-method InPlaceIfPossible) is not deleted: the agent
+   * writes the owner's request on it, bound to the pod and the revision
+   * offered, and the controller patches its images, since a node may not
+   * change a pod's spec. The answer then means "requested"; ListUpgrades
+   * and WatchUpgrades follow the upgrade, and show a refusal (the rollout
+   * halted, or moved on) as FAILED, reason "UpgradeRequestRefused".
    * REST: POST /openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade
    *
    * @generated from rpc edgeota.v1.OTAService.Upgrade

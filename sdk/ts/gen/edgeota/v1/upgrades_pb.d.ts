@@ -323,13 +323,20 @@ export enum UpgradePhase {
    * terminating, its replacement not created or not placed here yet), the
    * reason is "ReplacementPending" and the message names the old pod; if
    * no replacement appears by the upgrade deadline, the app is FAILED.
+   * An app upgraded in place (its offer says so) keeps its pod: UPGRADING
+   * with reason "UpgradeRequested" once its owner asked, then
+   * "UpdatingInPlace" (or the kubelet's own reason, such as ErrImagePull)
+   * once the controller patched its images, until the kubelet observed the
+   * patch and runs each changed container under a new container ID, Ready.
    *
    * @generated from enum value: UPGRADE_PHASE_UPGRADING = 7;
    */
   UPGRADING = 7,
 
   /**
-   * The new pod is available at the target revision. Shown until the app's
+   * The new pod is available at the target revision (in place: the kubelet
+   * observed the patch and the changed containers run anew, Ready; never
+   * judged by the pod's revision label or images). Shown until the app's
    * next change; after an agent restart it may show as UP_TO_DATE.
    *
    * @generated from enum value: UPGRADE_PHASE_UPGRADED = 8;
@@ -343,6 +350,10 @@ export enum UpgradePhase {
    * Also when no replacement for the old pod appeared on the node by the
    * deadline: reason "ProgressDeadlineExceeded", the message naming the old
    * pod; shown until a pod of the app appears (then judged as the new pod).
+   * And when the controller did not carry out the owner's request for an
+   * upgrade in place: reason "UpgradeRequestRefused", the message saying
+   * why (the rollout halted, or another revision is offered now, which the
+   * owner may ask for anew).
    *
    * @generated from enum value: UPGRADE_PHASE_FAILED = 9;
    */
