@@ -64,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"type"}),
 		rolloutNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_nodes",
-			Help: "Nodes of an AdvancedRollingUpdate DaemonSet by rollout state: updated (settled on the target revision), in_flight, skipped (NotReady, not in flight), failed.",
+			Help: "Nodes of an AdvancedRollingUpdate DaemonSet by rollout state: updated (settled on the target revision), in_flight, skipped (NotReady, not in flight), failed, settled_unavailable (settled, its pod unavailable now on a Ready node).",
 		}, []string{"namespace", "daemonset", "state"}),
 		rolloutPulls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_pulls",
