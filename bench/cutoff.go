@@ -62,9 +62,9 @@ type cutoffFigures struct {
 // real node so cut would never report the pod Ready at all. (Both cut at
 // Ready, as before issue 28, the cut raced the agent's answer, which comes
 // within a few hundred milliseconds: a node that answered first had reached
-// the API server after its pod settled, and was rightly settled; see the
-// README's failure brake on what a proof shows.) To the cluster it is an
-// image like any other.
+// the API server after its pod settled, and was rightly settled; see
+// docs/concepts/failure-brake.md on what a proof shows.) To the cluster it
+// is an image like any other.
 const cutOffImage = "registry.bench.local/app:cuts-off"
 
 // brakeHold is how long a halted rollout is watched for a deletion it must

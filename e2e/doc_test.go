@@ -27,6 +27,14 @@
 //     offer PULLED in the owner's view before the upgrade; a missing tag
 //     halts with no pod deleted (RolloutHalted, PrePullFailed); a NotReady
 //     node pulls once it returns; the parallelism bounds the Jobs.
+//   - quickstart_test.go: the README's quick start and first rollout, its
+//     commands read from README.md and run in bash as written (curl,
+//     grpcurl, kubectl, the plugin) on a cluster set up as `make run` sets
+//     one up, deploy/examples applied.
+//   - guide_test.go: the example manifests of the operator's guides
+//     (docs/operator/: windows in the vans' local time, OTA offers with a
+//     deadline and a hold limit, pre-download with a canary and at night),
+//     read from the guides and checked for what they say.
 //   - ota_test.go: the OTA walk-through over REST and gRPC.
 //   - auto_test.go: `auto` upgrades connected nodes, the others on return.
 //   - rolling_test.go: AdvancedRollingUpdate stays within max-unavailable.
@@ -118,10 +126,15 @@
 //     evaluations of the RolloutHalted event; only the leader exports
 //     rollout series.
 //
+// The manual names, beside each example, the scenario that runs it
+// (<!-- e2e: TestName --> in Markdown, # e2e: TestName in deploy/examples);
+// make mdlinks fails on a name that is no Test function here.
+//
 // Helpers: main_test.go (leftover clusters), env_test.go (a cluster per
 // scenario, through the harness),
 // processes_test.go and controllerprocess_test.go (the binaries, through the
-// harness), prometheus_test.go (a Prometheus and its API), daemonset_test.go,
+// harness), prometheus_test.go (a Prometheus and its API),
+// docexamples_test.go (the manual's marked examples), daemonset_test.go,
 // slowrollout_test.go, deletionwatch_test.go, agentclient_test.go,
 // wait_test.go.
 package e2e

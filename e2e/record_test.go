@@ -21,7 +21,8 @@ import (
 )
 
 // recordLabel marks the ConfigMaps of a DaemonSet's rollout record, its
-// value the DaemonSet's UID, as the README publishes it.
+// value the DaemonSet's UID, as the manual publishes it
+// (docs/concepts/rollout-record.md).
 const recordLabel = "edgeota.io/rollout-record"
 
 // TestDeletedRecordRewritten: during a rollout of a crash-looping version

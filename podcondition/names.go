@@ -16,17 +16,18 @@ const (
 	// pod's node; its message names the revision it is about.
 	ImageReady corev1.PodConditionType = "PodImageReady"
 
-	// ReasonPullImageRequested marks ImageReady=False written by the node
+	// ReasonPullImageRequested marks PodImageReady=False written by the node
 	// agent: the node's owner asked for a pre-pull.
 	ReasonPullImageRequested = "PullImageRequested"
-	// ReasonPullImageSuccess marks ImageReady=True: the images are on the node.
+	// ReasonPullImageSuccess marks PodImageReady=True: the images are on the
+	// node.
 	ReasonPullImageSuccess = "PullImageSuccess"
-	// ReasonPullImageFail marks ImageReady=False after a failed pre-pull.
+	// ReasonPullImageFail marks PodImageReady=False after a failed pre-pull.
 	ReasonPullImageFail = "PullImageFail"
-	// ReasonNotOffered marks NeedUpgrade=False on an out-of-date pod that the
+	// ReasonNotOffered marks PodNeedUpgrade=False on an out-of-date pod that the
 	// operator's controls (pause, node selector, partition) hold back.
 	ReasonNotOffered = "NotOffered"
-	// ReasonRolloutHalted marks NeedUpgrade=False on an out-of-date pod once
+	// ReasonRolloutHalted marks PodNeedUpgrade=False on an out-of-date pod once
 	// the rollout halted: too many pods upgraded to the revision failed.
 	ReasonRolloutHalted = "RolloutHalted"
 )

@@ -11,4 +11,9 @@
 // rollout (the plugin) links none of the controller. What a rollout does
 // with these settings is package decision's; how they get to the cluster is
 // package controller's.
+//
+// The doc comment of each key and of each reason is its row in the manual's
+// reference tables (docs/reference/annotations.md and events.md, which
+// hack/docgen writes from this package): it says, for operators, what a key
+// takes and its default, what an event means.
 package rollout

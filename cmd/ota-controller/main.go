@@ -74,13 +74,13 @@ func main() {
 	fs.StringVar(&opts.leaseNamespace, leaseNamespaceFlag, namespace, "namespace of the Lease \""+leaseName+"\" (default $POD_NAMESPACE, else "+defaultNamespace+")")
 	fs.StringVar(&opts.recordNS, recordNamespaceFlag, namespace, "namespace of the rollout records, the ConfigMaps in which the failure brake keeps every failed node and every node being upgraded (default $POD_NAMESPACE, else "+defaultNamespace+"); the controller needs no ConfigMap rights elsewhere")
 	fs.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address serving Prometheus metrics at /metrics; 0 disables")
-	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 disables")
-	fs.BoolVar(&opts.profiling, "profiling", false, "also serve Go's profiles at /debug/pprof/ on --metrics-bind-address, as kube-controller-manager's --profiling does; off by default, since a profile shows what the process holds")
-	fs.Float64Var(&opts.memoryRatio, "memory-limit-ratio", memlimit.DefaultRatio, "share of the container's memory limit (its cgroup's) given to the Go runtime as its soft limit, GOMEMLIMIT, so that the collector works harder near the limit rather than the container being OOM-killed with half its heap garbage; 0 disables; a GOMEMLIMIT in the environment takes precedence")
+	fs.StringVar(&opts.healthzAddress, "health-probe-bind-address", ":8081", "address serving /healthz (which fails once the leader stops renewing its Lease) and /readyz; 0 disables")
+	fs.BoolVar(&opts.profiling, "profiling", false, "also serve Go's profiles at /debug/pprof/ on --metrics-bind-address (go tool pprof http://HOST:8080/debug/pprof/profile), as kube-controller-manager's --profiling does; off by default, since a profile shows what the process holds")
+	fs.Float64Var(&opts.memoryRatio, "memory-limit-ratio", memlimit.DefaultRatio, "share of the container's memory limit (its cgroup's, v1 or v2) given to the Go runtime as its soft limit, GOMEMLIMIT, so that the collector works harder near the limit rather than the container being OOM-killed with half its heap garbage; 0 disables; a GOMEMLIMIT in the environment takes precedence")
 	fs.IntVar(&opts.maxProcs, "max-procs", maxprocs.Default, "OS threads that run the controller's Go code at once (the Go runtime's GOMAXPROCS); 0, the default, leaves the runtime's choice (the container's CPU limit, else every core). 1 spends less CPU per rollout, in threads that would wake at each watch event to find nothing, but the controller reacts later under load (bench/README.md, \"Controller CPU per rollout\"); a GOMAXPROCS in the environment takes precedence")
 	fs.Func("lease-watch", "how proof of life watches the node Leases of the nodes it waits on: "+
 		"auto (the default: each one's Lease by name, and all of them in one watch while it waits on a quarter of the fleet and at least 100 nodes), "+
-		"each-node (always by name), or every-lease (one watch of every Lease, always, as an informer of all the Leases would: an event per node and renewal even at rest)",
+		"each-node (always by name), or every-lease (one watch of every Lease, always, as an informer of all the Leases would: an event per node and renewal even at rest); each sees every renewal as the API server stores it",
 		func(s string) (err error) {
 			opts.leaseWatch, err = leases.ParseMode(s)
 			return err

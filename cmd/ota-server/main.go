@@ -78,13 +78,13 @@ func main() {
 	fs := flag.NewFlagSet("ota-server", flag.ContinueOnError)
 	opts := options{identity: apiidentity.Node}
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster configuration")
-	fs.Func("identity", `who the agent is to the API server: "node" (default) impersonates the node its pod-bound token names, so that the API server scopes its reads and writes to this node's pods (Kubernetes 1.36+); "serviceaccount" sends its credentials as they are (older clusters); "auto" tries node and falls back to the service account with a warning (ad-hoc runs only)`,
+	fs.Func("identity", `who the agent is to the API server: "node" (default) impersonates the node its pod-bound token names, so that the API server scopes its reads and writes to this node's pods (Kubernetes 1.36+); "serviceaccount" sends its credentials as they are (older clusters); "auto" tries node and falls back to the service account with a warning (ad-hoc runs only). The identity in force is in /readyz, the start-up log and the metric edgeota_agent_identity`,
 		func(v string) (err error) { opts.identity, err = apiidentity.ParseMode(v); return err })
-	fs.StringVar(&opts.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods this agent serves (default $NODE_NAME)")
+	fs.StringVar(&opts.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods this agent serves; required (default $NODE_NAME)")
 	fs.StringVar(&opts.bindAddress, "bind-address", "127.0.0.1", "IP address to listen on; keep loopback unless the API is otherwise protected")
 	fs.IntVar(&opts.port, "port", 10267, "port for gRPC and REST")
 	fs.DurationVar(&opts.apiTimeout, "apiserver-timeout", server.DefaultAPIServerTimeout, "bound on each live API server call; past it Upgrade and ImagePull answer 503")
-	fs.StringVar(&opts.tlsCertFile, "tls-cert-file", "", "PEM serving certificate; with --tls-private-key-file, serve gRPC and REST over TLS")
+	fs.StringVar(&opts.tlsCertFile, "tls-cert-file", "", "PEM serving certificate; with --tls-private-key-file, serve gRPC and REST over TLS (HTTP/2 by ALPN)")
 	fs.StringVar(&opts.tlsKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
 	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "PEM CA bundle; client certificates it signed authenticate their CN as the user and O as the groups (needs TLS)")
 	fs.StringVar(&opts.tokenFile, "token-auth-file", "", "bearer tokens in kube-apiserver's static token file format: token,user,uid,\"group1,group2\" (needs TLS off loopback)")

@@ -347,7 +347,8 @@ func TestHoldAndRelease(t *testing.T) {
 		code := run(t.Context(), append([]string{"--server", f.addr}, args...), &stdout, &stderr)
 		return code, stdout.String(), stderr.String()
 	}
-	// The README's spelling: every app of the node.
+	// The manual's spelling (docs/operator/holds-and-deadlines.md): every app
+	// of the node.
 	if code, out, errOut := otactl("hold", "--for", "2h", "--reason", "driving"); code != exitcode.OK || out != "Held it\n" {
 		t.Errorf("hold --for 2h --reason driving: got exit %d %q %q, want 0 and the agent's message", code, out, errOut)
 	}

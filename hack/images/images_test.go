@@ -84,8 +84,8 @@ func readCheckout(t *testing.T) checkout {
 // TestMakeImages runs `make images` twice, each into a temporary directory,
 // and checks that the builds are identical, that the images are those of the
 // binaries the Makefile names (every one under cmd/ but those that never run
-// in a cluster) and no other, and that each is what the README promises,
-// after a round trip through a registry.
+// in a cluster) and no other, and that each is what the manual promises
+// (docs/operations/deploying.md), after a round trip through a registry.
 func TestMakeImages(t *testing.T) {
 	c := readCheckout(t)
 	first, second := t.TempDir(), t.TempDir()

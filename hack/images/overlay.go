@@ -39,7 +39,7 @@ func writeOverlay(out, deployDir string, built []builtImage) (string, error) {
 	}
 	var b bytes.Buffer
 	b.WriteString("# Written by make images (hack/images): deploy/ with the images it built,\n")
-	b.WriteString("# by tag and digest. Load the images (README, Deploying), then\n")
+	b.WriteString("# by tag and digest. Load the images (docs/operations/deploying.md), then\n")
 	b.WriteString("# kubectl apply -k this directory.\n")
 	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
 	fmt.Fprintf(&b, "  - %s\nimages:\n", filepath.ToSlash(base))

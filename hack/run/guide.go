@@ -75,7 +75,9 @@ func printGuide(w io.Writer, s *session, examples []example) {
 		}
 	}
 	p("# Follow a rollout with the kubectl plugin (bin/kubectl-edgeota, found on PATH); give it a nightly window")
-	p("  PATH=$PWD/bin:$PATH %s -n %s edgeota rollout status daemonset/%s --watch", kubectl, rolling.namespace, rolling.name)
+	// kubectl takes no flag before a plugin's name, and the plugin has no
+	// --cache-dir: its flags follow its name.
+	p("  PATH=$PWD/bin:$PATH bin/kubectl edgeota --kubeconfig %s -n %s rollout status daemonset/%s --watch", kubeconfig, rolling.namespace, rolling.name)
 	p("  %s -n %s annotate daemonset/%s %s='daily 01:00-05:00'", kubectl, rolling.namespace, rolling.name, rollout.MaintenanceWindowAnnotation)
 	p("")
 	p("# Cut a node off (it stops reporting; Ready turns Unknown), then bring it back")

@@ -1,6 +1,6 @@
 // Package exitcode holds the exit codes edgeota's command-line tools share
 // (otactl, kubectl edgeota), so that a script driving one reads the other
-// alike; each tool's README table says what they mean for it.
+// alike; docs/reference/exit-codes.md says what they mean for each tool.
 package exitcode
 
 const (
