@@ -186,7 +186,6 @@ func (r *Registry) MetricNames() ([]string, error) {
 // standby serves the same names as the leader: its leader gauge at 0, its
 // queue and Lease gauges at 0, and no rollout series.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	perDaemonSet := func(more ...string) []string { return append([]string{"namespace", "daemonset"}, more...) }
 	m := &Metrics{
 		registerer: reg,
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -217,35 +216,35 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rolloutNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_nodes",
 			Help: "Nodes of an edgeota DaemonSet by rollout state, as its rollout status counts them: updated (settled on the target revision; settled_unavailable and updated nodes gone offline included), in_flight, skipped (NotReady, not in flight), failed, settled_unavailable (settled, pod unavailable while Ready), held_back (kept on the old revision by the node selector, the partition or a pause), held (by their owner), waiting_for_window (their maintenance window is closed), offered (OTA offers not taken yet).",
-		}, perDaemonSet("state")),
+		}, []string{"namespace", "daemonset", "state"}),
 		rolloutDesired: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_desired_nodes",
 			Help: "Nodes running an edgeota DaemonSet: the rollout status's total.",
-		}, perDaemonSet()),
+		}, []string{"namespace", "daemonset"}),
 		rolloutRevision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_target_revision",
 			Help: "The number of the ControllerRevision an edgeota DaemonSet rolls out (kubectl rollout history's REVISION): a new value is a new rollout.",
-		}, perDaemonSet()),
+		}, []string{"namespace", "daemonset"}),
 		rolloutHalted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_halted",
 			Help: "1 while the DaemonSet's rollout is halted by max-failed, else 0.",
-		}, perDaemonSet()),
+		}, []string{"namespace", "daemonset"}),
 		rolloutHaltReason: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_halt_reason",
 			Help: "1 for the reason the DaemonSet's rollout is halted, 0 for the others (all 0 unless halted): nodes_failed (upgraded nodes failed), pulls_failed (only pre-downloads failed, no pod lost), record_lost (only failures lost from the rollout record).",
-		}, perDaemonSet("reason")),
+		}, []string{"namespace", "daemonset", "reason"}),
 		rolloutPaused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_paused",
 			Help: "1 while the DaemonSet's rollout is paused (edgeota.io/paused), else 0.",
-		}, perDaemonSet()),
+		}, []string{"namespace", "daemonset"}),
 		rolloutPulls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_pulls",
 			Help: "Pre-downloads of a DaemonSet's target images (edgeota.io/pre-download) by state: in_flight, done (pulled, waiting for the node's turn), failed (for good; no pod lost), waiting (nodes the budget would take now but for their download), timed_out (pulls that outlasted edgeota.io/pre-download-timeout-seconds).",
-		}, perDaemonSet("state")),
+		}, []string{"namespace", "daemonset", "state"}),
 		rolloutAwaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_awaiting_proof_nodes",
 			Help: "Nodes whose new pod settled and whose rollout waits for their proof of life (a heartbeat, or their agent's answer to the challenge written on the pod): each holds the budget until proven.",
-		}, perDaemonSet()),
+		}, []string{"namespace", "daemonset"}),
 		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_watch_events_total",
 			Help: "Watch events the controller's informers handed it (adds, updates, deletes), by resource: what watching the cluster costs it, at rest as in a rollout.",
@@ -269,20 +268,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rolloutProven: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "edgeota_controller_rollout_proven_nodes",
 			Help: "Updated nodes of a DaemonSet by what proved them alive after their new pod settled: answer (the node agent's answer to the controller's challenge), heartbeat (the node's Lease renewal or Node status). As the rollout status counts them.",
-		}, perDaemonSet("proof")),
+		}, []string{"namespace", "daemonset", "proof"}),
 		proofs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_proofs_total",
 			Help: "Nodes this controller saw proved alive after their new pod settled, by DaemonSet and proof: answer (the node agent's answer to its challenge), heartbeat (Lease renewal or Node status: with agent proof on, a challenge left unanswered).",
-		}, perDaemonSet("proof")),
+		}, []string{"namespace", "daemonset", "proof"}),
 		proofWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "edgeota_controller_proof_wait_seconds",
 			Help:    "Time from the controller first judging a node's new pod settled (the node waiting for its proof of life, holding the budget) to the proof, by DaemonSet and proof, on the controller's clock; 0 when the proof was there at once. What proof of life adds to each wave.",
 			Buckets: prometheus.ExponentialBuckets(0.025, 2, 12),
-		}, perDaemonSet("proof")),
+		}, []string{"namespace", "daemonset", "proof"}),
 		challenges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_challenges_written_total",
 			Help: "Proof-of-life challenges written on settled pods (one pods/status write each), by DaemonSet: with the agents' answers, what proof of life by answer costs the API server.",
-		}, perDaemonSet()),
+		}, []string{"namespace", "daemonset"}),
 	}
 	reg.MustRegister(m.leader, m.apiRequests, m.syncDuration, m.podsDeleted, m.podsPatched, m.conditionsWritten,
 		m.rolloutNodes, m.rolloutDesired, m.rolloutRevision, m.rolloutHalted, m.rolloutHaltReason, m.rolloutPaused,
