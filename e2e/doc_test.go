@@ -36,6 +36,12 @@
 //     deadline and a hold limit, pre-download with a canary and at night),
 //     read from the guides and checked for what they say.
 //   - ota_test.go: the OTA walk-through over REST and gRPC.
+//   - inplace_test.go: upgrades in place (edgeota.io/update-method
+//     InPlaceIfPossible): the same pods with new containers under deploy/'s
+//     RBAC and admission policy, a same-digest tag, recreation with its
+//     reason for an env change and a rollout restart, a crash-looping
+//     version halted and rolled back in place, a node cut off mid-pull, and
+//     the owner's OTA upgrade carried out in place.
 //   - auto_test.go: `auto` upgrades connected nodes, the others on return.
 //   - rolling_test.go: AdvancedRollingUpdate stays within max-unavailable.
 //   - leases_test.go: on node Leases: a cut-off node stops renewing its

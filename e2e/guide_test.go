@@ -61,6 +61,9 @@ const guidePullDelay = time.Second
 // waited out first), OTA offers carrying the deadline and hold limit the
 // annotations set, the pre-download canary upgraded before any pull and the
 // others pulled one at a time. The cluster models image pulls.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestGuideExamples(t *testing.T) {
 	total := 0
 	for _, x := range guideExamples {

@@ -129,6 +129,9 @@ func (e *env) waitUpdatedNumberScheduled(n int32) {
 // same digest too; an env change and `kubectl rollout restart` recreate,
 // with the reason in the rollout status and an event; and the API server
 // refuses the controller's identity every patch out of its scope.
+//
+// It runs alone (e2e/README.md): it applies deploy/ (or the chart) and its
+// fixed names in edgeota-system.
 func TestInPlaceRollingUpdate(t *testing.T) {
 	const nodes = 3
 	e := newEnv(t, nodes)
@@ -248,6 +251,7 @@ func TestInPlaceRollingUpdate(t *testing.T) {
 // in place, fails its nodes and halts the rollout at max-failed; the
 // rollback patches them back in place, the same pods all along.
 func TestInPlaceCrashLoopHaltsAndRollsBack(t *testing.T) {
+	t.Parallel()
 	const nodes, budget = 4, 2
 	e := newEnv(t, nodes)
 	e.startController(e.cluster.Kubeconfig, "-v=2")
@@ -281,6 +285,9 @@ func TestInPlaceCrashLoopHaltsAndRollsBack(t *testing.T) {
 // report) keeps its pod object, and counts as failed, as the brake says a
 // node that drops off after its upgrade does; once back, its pull
 // finishes and its new container starts, the same pod, and it stays failed.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestInPlaceCutOffMidPull(t *testing.T) {
 	const nodes = 2
 	cut := localcluster.NodeName(1)
@@ -385,6 +392,9 @@ func (e *env) otactlAsync(a agent, args ...string) <-chan otactlResult {
 // recreates its pod as before; the controller carries out the last offer
 // in place at its deadline; and an env change is offered for recreation,
 // the reason shown.
+//
+// It runs alone (e2e/README.md): it models image pulls, whose simulator acts
+// on every pod of its cluster.
 func TestInPlaceOTA(t *testing.T) {
 	const nodes = 3
 	e := newEnvWith(t, harness.ClusterOptions{Nodes: nodes, NodeHeartbeat: nodeHeartbeat,

@@ -50,6 +50,7 @@ const (
 // to watch, the AdvancedRollingUpdate example given a new image and followed
 // by `kubectl edgeota rollout status --watch` to its end.
 func TestQuickStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 3)
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatalf("the README's quick start uses curl: %v", err)
