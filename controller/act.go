@@ -153,9 +153,9 @@ func (c *Controller) deleteOldPods(ctx context.Context, ds *appsv1.DaemonSet, ke
 	c.inBackground(ctx, key, func() error {
 		err := errors.Join(c.runParallel(ctx, tasks)...)
 		// The deletion times, after the deletions: the entries written
-		// ahead already hold the nodes; these start their clocks.
-		_, werr := c.records.Write(ctx, rec)
-		return errors.Join(err, werr)
+		// ahead already hold the nodes; these start their clocks, with
+		// what the sync left to this write (writeRecord).
+		return errors.Join(err, c.writeInBackground(ctx, t, rec))
 	})
 	return nil
 }

@@ -26,6 +26,7 @@ type Metrics struct {
 	watchEvents       *prometheus.CounterVec
 	recordWrites      prometheus.Counter
 	recordBytes       prometheus.Counter
+	recordStored      prometheus.Counter
 	leaseReads        *prometheus.CounterVec
 	leaseRequests     *prometheus.CounterVec
 	rolloutProven     *prometheus.GaugeVec
@@ -80,11 +81,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"resource"}),
 		recordWrites: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgeota_controller_record_writes_total",
-			Help: "Writes of rollout records (one ConfigMap created or patched): every node's stage (offered, in flight, settled, failed).",
+			Help: "Writes of rollout records (one ConfigMap created): every node's stage (offered, in flight, settled, failed).",
 		}),
 		recordBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgeota_controller_record_bytes_written_total",
-			Help: "Bytes of rollout record ConfigMaps as each write left them (keys and values): what each write costs etcd's history and every watcher of the records.",
+			Help: "Bytes of the data of the rollout record ConfigMaps written (keys and values, the entries compressed): the record's own share of edgeota_controller_record_stored_bytes_total.",
+		}),
+		recordStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgeota_controller_record_stored_bytes_total",
+			Help: "Bytes etcd stores for the rollout record ConfigMaps written: each object as the API server serialises it, its metadata and managedFields included. What the records cost etcd's history until compaction.",
 		}),
 		leaseReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_lease_reads_total",
@@ -116,7 +121,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.proofs.WithLabelValues(string(p))
 	}
 	reg.MustRegister(m.syncDuration, m.podsDeleted, m.conditionsWritten, m.rolloutNodes, m.rolloutHalted, m.rolloutPulls, m.watchEvents, m.recordWrites,
-		m.recordBytes, m.leaseReads, m.leaseRequests, m.rolloutProven, m.proofs, m.proofWait, m.challenges)
+		m.recordBytes, m.recordStored, m.leaseReads, m.leaseRequests, m.rolloutProven, m.proofs, m.proofWait, m.challenges)
 	return m
 }
 
@@ -149,9 +154,10 @@ func (m *Metrics) observeSync(d time.Duration, err error) {
 
 func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
 
-func (m *Metrics) recordWritten(bytes int) {
+func (m *Metrics) recordWritten(data, stored int) {
 	m.recordWrites.Inc()
-	m.recordBytes.Add(float64(bytes))
+	m.recordBytes.Add(float64(data))
+	m.recordStored.Add(float64(stored))
 }
 
 // leaseCounted counts what the Lease watches saw (leases.Renewed,

@@ -148,11 +148,11 @@ type Nodes interface {
 	ListWatcher[*corev1.NodeList]
 }
 
-// ConfigMaps hold the rollout records.
+// ConfigMaps hold the rollout records: read whole when a rollout is
+// rebuilt, and deleted.
 type ConfigMaps interface {
 	ListWatcher[*corev1.ConfigMapList]
 	Creator[*corev1.ConfigMap]
-	Patcher[*corev1.ConfigMap]
 	Deleter
 }
 
