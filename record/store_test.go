@@ -583,7 +583,7 @@ func TestOlderLayoutReadAndWrittenAnew(t *testing.T) {
 func TestCachedHoldsMetadataOnly(t *testing.T) {
 	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: segmentName(1, 1), UID: "u", ResourceVersion: "7",
 		Labels: map[string]string{Label: string(dsUID)}, Annotations: map[string]string{"a": "b"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "test", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:binaryData":{}}`)}}}}}
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "test", FieldsV1: metav1.NewFieldsV1(`{"f:binaryData":{}}`)}}}}
 	out, err := Transform(m)
 	c, ok := out.(*Cached)
 	want := &Cached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name, UID: "u", ResourceVersion: "7", Labels: m.Labels}}
