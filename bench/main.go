@@ -30,6 +30,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == recordCommand {
+		if err := runRecordChild(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench record:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == requestsCommand {
 		if err := runRequestsChild(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench requests:", err)

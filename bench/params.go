@@ -70,6 +70,10 @@ type params struct {
 	// node to pull its images before it starts. Nil: every pod starts at
 	// once, as KWOK alone starts them.
 	imagePulls *localcluster.ImagePulls
+	// recordNodes are the fleet sizes the record scenario replays rollouts
+	// at (BENCH_RECORD_NODES), and recordPadded those it replays again with
+	// larger in-flight entries (BENCH_RECORD_PADDED).
+	recordNodes, recordPadded []int
 }
 
 // defaultNodes is N when BENCH_NODES is not set: the scale the targets are
@@ -133,6 +137,12 @@ func loadParams() (params, error) {
 	if p.imagePulls, err = parseImagePulls(os.Getenv("BENCH_PULL_DELAY")); err != nil {
 		return p, err
 	}
+	if p.recordNodes, err = parseSizes("BENCH_RECORD_NODES", "2000,20000,100000"); err != nil {
+		return p, err
+	}
+	if p.recordPadded, err = parseSizes("BENCH_RECORD_PADDED", "20000"); err != nil {
+		return p, err
+	}
 	p.controllerBin = os.Getenv("BENCH_CONTROLLER_BIN")
 	for _, name := range strings.Split(os.Getenv("BENCH_SCENARIOS"), ",") {
 		if name = strings.TrimSpace(name); name != "" {
@@ -181,4 +191,21 @@ func (p params) budget() int {
 // scale turns a target stated for 500 nodes into one for N nodes.
 func (p params) scale(at500 float64) float64 {
 	return at500 * float64(p.nodes) / 500
+}
+
+// parseSizes reads a comma-separated list of fleet sizes from the variable
+// name, def when it is not set ("none": no size).
+func parseSizes(name, def string) ([]int, error) {
+	s, ok := os.LookupEnv(name)
+	if !ok {
+		s = def
+	}
+	if s == "none" {
+		return nil, nil
+	}
+	sizes, err := parseInts(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return sizes, nil
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
@@ -30,8 +30,9 @@ import (
 
 // requestsScenario: what the requests a node's turn cannot do without cost
 // the process that sends them, on this machine, with nothing else to do:
-//   - the write-ahead of the deletion: a merge patch of one entry of a
-//     record ConfigMap (record.Store's write of an entry in flight);
+//   - the write-ahead of the deletion: the create of a record ConfigMap
+//     holding one entry, answered by its metadata alone (record.Store's
+//     write of an entry in flight);
 //   - the deletion: a DELETE of the node's pod;
 //   - the proof of life, either way: by the agent's answer, the challenge
 //     (a pods/status patch of the pod's annotation, as the controller
@@ -59,14 +60,11 @@ const requestsCommand = "requests"
 // requestsNamespace holds the scenario's pods and record ConfigMaps.
 const requestsNamespace = "bench-requests"
 
-// Its workload's shape: record ConfigMaps and their entries as a rollout's
-// active records hold them (a budget's worth of entries in flight), and
-// the requests sent at once.
+// Its workload's shape: one record entry per node and the requests sent at
+// once.
 const (
-	requestsRecords    = 10
-	requestsEntries    = 50 // per ConfigMap, each rewritten in turn
 	requestsEntryBytes = 120
-	requestsWriters    = 50  // PATCHes and DELETEs under way at once
+	requestsWriters    = 50  // creates and DELETEs under way at once
 	requestsFollowed   = 100 // Leases followed at once
 	requestsIdleWindow = 5 * time.Second
 )
@@ -74,7 +72,7 @@ const (
 // requestCosts are the child's figures: CPU time per node for each kind of
 // request.
 type requestCosts struct {
-	Patch     time.Duration `json:"patch"`
+	Write     time.Duration `json:"write"`
 	Challenge time.Duration `json:"challenge"`
 	Delete    time.Duration `json:"delete"`
 	Follow    time.Duration `json:"follow"`
@@ -82,11 +80,11 @@ type requestCosts struct {
 
 // onLeases is the least a node's turn costs when its node proves itself
 // alive by renewing its Lease.
-func (c requestCosts) onLeases() time.Duration { return c.Patch + c.Delete + c.Follow }
+func (c requestCosts) onLeases() time.Duration { return c.Write + c.Delete + c.Follow }
 
 // byAnswer is the least a node's turn costs when its agent answers the
 // challenge.
-func (c requestCosts) byAnswer() time.Duration { return c.Patch + c.Delete + c.Challenge }
+func (c requestCosts) byAnswer() time.Duration { return c.Write + c.Delete + c.Challenge }
 
 func runRequests(ctx context.Context, s *session, _ *findings) (table, error) {
 	client := s.cluster.Client
@@ -95,9 +93,6 @@ func runRequests(ctx context.Context, s *session, _ *findings) (table, error) {
 	}
 	var runs []requestCosts
 	err := func() error {
-		if err := createRecords(ctx, client); err != nil {
-			return err
-		}
 		for round := 1; round <= s.p.pairs; round++ {
 			progress("requests: round %d of %d, %d nodes", round, s.p.pairs, s.p.nodes)
 			if err := createPinnedPods(ctx, client, round, s.nodes()); err != nil {
@@ -125,27 +120,11 @@ func runRequests(ctx context.Context, s *session, _ *findings) (table, error) {
 // requestPodName is the name of round's pod on the i-th node.
 func requestPodName(round, i int) string { return fmt.Sprintf("turn-%d-%d", round, i) }
 
-// requestRecordName is the name of the i-th record ConfigMap.
-func requestRecordName(i int) string { return fmt.Sprintf("record-%d", i%requestsRecords) }
-
-// requestEntry is the merge patch of node i's entry, written in round.
-func requestEntry(round, i int) string {
-	return fmt.Sprintf(`{"data":{"entry-%d":"%s"}}`, i%requestsEntries, strings.Repeat(string(rune('a'+round%26)), requestsEntryBytes))
-}
-
-// createRecords creates the record ConfigMaps, each holding its entries.
-func createRecords(ctx context.Context, client kubernetes.Interface) error {
-	for r := range requestsRecords {
-		data := map[string]string{}
-		for e := range requestsEntries {
-			data[fmt.Sprintf("entry-%d", e)] = strings.Repeat("-", requestsEntryBytes)
-		}
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: requestRecordName(r)}, Data: data}
-		if _, err := client.CoreV1().ConfigMaps(requestsNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
-		}
-	}
-	return nil
+// requestRecord is the record ConfigMap written ahead of node i's turn in
+// round: one entry, as a write-ahead holds it.
+func requestRecord(round, i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("record-%d-%d", round, i), Namespace: requestsNamespace},
+		BinaryData: map[string][]byte{"entries": bytes.Repeat([]byte{byte('a' + round%26)}, requestsEntryBytes)}}
 }
 
 // createPinnedPods creates one pod of round on each node, bound to it.
@@ -201,14 +180,14 @@ func runRequestsChild(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	records := client.CoreV1().ConfigMaps(requestsNamespace)
-	patch := func(i int) error {
-		_, err := records.Patch(ctx, requestRecordName(i), types.MergePatchType, []byte(requestEntry(*round, i)), metav1.PatchOptions{})
+	records := client.CoreV1().ConfigMapMetadata(requestsNamespace)
+	write := func(i int) error {
+		_, err := records.Create(ctx, requestRecord(*round, i), metav1.CreateOptions{})
 		return err
 	}
 	// Warm up: the connection, TLS and the codecs' first use are a start's
 	// cost, not a node's.
-	if err := inParallel(requestsRecords, requestsRecords, patch); err != nil {
+	if err := inParallel(requestsWriters, requestsWriters, func(i int) error { return write(*nodes + i) }); err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}
 	idle, err := idleRate()
@@ -230,8 +209,8 @@ func runRequestsChild(args []string) error {
 		return max(spent, 0) / time.Duration(*nodes), err
 	}
 	var c requestCosts
-	if c.Patch, err = perNode(requestsWriters, patch); err != nil {
-		return fmt.Errorf("patching records: %w", err)
+	if c.Write, err = perNode(requestsWriters, write); err != nil {
+		return fmt.Errorf("writing records: %w", err)
 	}
 	pods := client.CoreV1().Pods(requestsNamespace)
 	list, err := pods.List(ctx, metav1.ListOptions{})
@@ -339,8 +318,8 @@ func requestsTable(p params, runs []requestCosts) table {
 	return table{
 		title: fmt.Sprintf("Requests: what a node's turn cannot do without, per node (%d nodes, median of %d rounds)", p.nodes, len(runs)),
 		rows: []row{
-			{"the record's entry written ahead of the deletion: a merge PATCH of a record ConfigMap",
-				perNode(func(c requestCosts) time.Duration { return c.Patch }), "", "", "", ""},
+			{"the record's entry written ahead of the deletion: the create of a record ConfigMap, answered by its metadata",
+				perNode(func(c requestCosts) time.Duration { return c.Write }), "", "", "", ""},
 			{"the deletion: a DELETE of the node's pod", perNode(func(c requestCosts) time.Duration { return c.Delete }), "", "", "", ""},
 			{"the proof of life by an agent's answer: the challenge, a pods/status PATCH (the answer's echo not counted)",
 				perNode(func(c requestCosts) time.Duration { return c.Challenge }), "", "", "", ""},
@@ -353,12 +332,13 @@ func requestsTable(p params, runs []requestCosts) table {
 		},
 		notes: []string{
 			fmt.Sprintf("a child process (bench %s) sends them through the controller's own API client (internal/kube: protobuf, --kube-api-qps %g, "+
-				"--kube-api-burst %d), each kind for every node before the next kind, %d PATCHes or DELETEs and %d Lease watches at once; "+
+				"--kube-api-burst %d), each kind for every node before the next kind, %d creates or DELETEs and %d Lease watches at once; "+
 				"its CPU time (getrusage) net of its idle rate, per node; nothing is cached, decided or echoed back to it",
 				requestsCommand, p.qps, p.burst, requestsWriters, requestsFollowed),
-			fmt.Sprintf("the records: %d ConfigMaps of %d entries of %d bytes, as a rollout's active records hold a budget's worth of entries in flight; "+
+			fmt.Sprintf("the records: a ConfigMap of one %d-byte entry per node, as record.Store writes a node's entry ahead (each ConfigMap is written once; "+
+				"the background merges that later replace and delete them are not counted); "+
 				"the pods: one per node, bound to it, a fresh set each round; nodes heartbeat: node Leases every 10 s, as kubelets",
-				requestsRecords, requestsEntries, requestsEntryBytes),
+				requestsEntryBytes),
 			"a lower bound: the controller pays these and, besides, its syncs, its events, the echoes of its writes in its watches and the collector's work on them (rollout's net CPU)",
 		},
 	}

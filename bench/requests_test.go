@@ -11,9 +11,9 @@ import (
 func TestRequestsTableSumsEachRoundsTurn(t *testing.T) {
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	runs := []requestCosts{
-		{Patch: ms(0.5), Challenge: ms(0.4), Delete: ms(0.3), Follow: ms(1.2)}, // on Leases 2.0, by answer 1.2
-		{Patch: ms(0.2), Challenge: ms(0.1), Delete: ms(0.2), Follow: ms(0.5)}, // 0.9, 0.5
-		{Patch: ms(0.6), Challenge: ms(0.3), Delete: ms(0.3), Follow: ms(0.2)}, // 1.1, 1.2
+		{Write: ms(0.5), Challenge: ms(0.4), Delete: ms(0.3), Follow: ms(1.2)}, // on Leases 2.0, by answer 1.2
+		{Write: ms(0.2), Challenge: ms(0.1), Delete: ms(0.2), Follow: ms(0.5)}, // 0.9, 0.5
+		{Write: ms(0.6), Challenge: ms(0.3), Delete: ms(0.3), Follow: ms(0.2)}, // 1.1, 1.2
 	}
 	tb := requestsTable(params{nodes: 500}, runs)
 	rowStarting := func(prefix string) (row, bool) {

@@ -36,6 +36,9 @@ type scenario struct {
 	// run measures and returns the scenario's table. It may read the
 	// findings of the scenarios it needs and write its own for later ones.
 	run func(ctx context.Context, s *session, found *findings) (table, error)
+	// onlyWhenNamed: the scenario runs only when BENCH_SCENARIOS names it
+	// (it measures something else than the cluster, for long).
+	onlyWhenNamed bool
 	// pullDelays, when set, says the scenario needs image pulls modelled
 	// (localcluster.ImagePulls) and names the images it rolls to with their
 	// pull delays. The model changes what every scenario of the run
@@ -57,6 +60,7 @@ var scenarios = []scenario{
 	inPlaceScenario,
 	atRestScenario,
 	requestsScenario,
+	recordScenario,
 	markingScenario,
 	requestedScenario,
 	nodeAPIScenario,
@@ -84,11 +88,11 @@ func (sc scenario) heartbeatIn(p params) localcluster.Heartbeat {
 }
 
 // selectScenarios returns the scenarios named (all but those on modelled
-// image pulls when names is empty), with the scenarios they need, in run
-// order.
+// image pulls and those run only when named, when names is empty), with the
+// scenarios they need, in run order.
 func selectScenarios(names []string) ([]scenario, error) {
 	if len(names) == 0 {
-		return slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool { return sc.pullDelays != nil }), nil
+		return slices.DeleteFunc(slices.Clone(scenarios), func(sc scenario) bool { return sc.pullDelays != nil || sc.onlyWhenNamed }), nil
 	}
 	byName := map[string]scenario{}
 	for _, sc := range scenarios {

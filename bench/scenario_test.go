@@ -35,7 +35,7 @@ func TestScenariosHaveDistinctNamesAndNeedOnlyEarlierOnes(t *testing.T) {
 func TestSelectScenarios(t *testing.T) {
 	var all []string
 	for _, sc := range scenarios {
-		if sc.pullDelays == nil {
+		if sc.pullDelays == nil && !sc.onlyWhenNamed {
 			all = append(all, sc.name)
 		}
 	}
@@ -44,8 +44,9 @@ func TestSelectScenarios(t *testing.T) {
 		names []string
 		want  []string
 	}{
-		{"none named runs all but those on modelled pulls", nil, all},
+		{"none named runs all but those on modelled pulls and those run only when named", nil, all},
 		{"those on modelled pulls when named", []string{"badtag", "predownload"}, []string{"predownload", "badtag"}},
+		{"the record's when named", []string{"record"}, []string{"record"}},
 		{"a scenario brings what it needs, first", []string{"cutoff"}, []string{"rollout", "cutoff"}},
 		{"run order, not the order named", []string{"upgrade", "marking"}, []string{"marking", "upgrade"}},
 		{"named twice runs once", []string{"nodeapi", "nodeapi"}, []string{"nodeapi"}},

@@ -2,14 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/localcluster"
@@ -241,4 +250,126 @@ func (s *session) runSelf(ctx context.Context, args ...string) ([]byte, error) {
 // stopChild stops a child started by this session before the session ends.
 func (s *session) stopChild(c *child) error {
 	return s.h.Stop(c.Process)
+}
+
+// recordAPI is the record scenario's control plane: an etcd and a
+// kube-apiserver of their own, with no other component and no nodes.
+type recordAPI struct {
+	etcdProcess, apiProcess *proc.Process
+	// server is the API server's URL, token an admin's bearer token, etcd
+	// etcd's client URL (its metrics are there).
+	server, token, etcd string
+	dir                 string
+}
+
+// recordQuota is the record scenario's etcd quota: a guard, so that a
+// layout whose bytes grew faster than its nodes would stop on etcd's
+// NOSPACE alarm instead of filling the disk.
+const recordQuota = 4 << 30
+
+// startRecordAPI starts an etcd (quota recordQuota, no fsync: the scenario
+// counts bytes, not latency) and a kube-apiserver over it on loopback, with
+// a static admin token and every request allowed, in a directory of the
+// bench's cache removed by stopRecordAPI.
+func (s *session) startRecordAPI(ctx context.Context) (*recordAPI, error) {
+	tools := localcluster.ToolsIn(s.root)
+	if err := tools.Check("etcd", "kube-apiserver"); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(s.logDir, "record-api-")
+	if err != nil {
+		return nil, err
+	}
+	api := &recordAPI{dir: dir}
+	ports, err := proc.FreePorts(3)
+	if err != nil {
+		return api, err
+	}
+	api.etcd = "http://127.0.0.1:" + ports[0]
+	peer := "http://127.0.0.1:" + ports[1]
+	p, err := s.h.Start("record-etcd", tools.Path("etcd"), "--name=record", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+api.etcd, "--advertise-client-urls="+api.etcd,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=record="+peer,
+		fmt.Sprintf("--quota-backend-bytes=%d", recordQuota), "--unsafe-no-fsync", "--log-level=warn")
+	if err != nil {
+		return api, err
+	}
+	api.etcdProcess = p
+	if err := p.WaitReady(ctx, api.etcd+"/health", time.Minute); err != nil {
+		return api, err
+	}
+	token, key, err := writeRecordAPIFiles(dir)
+	if err != nil {
+		return api, err
+	}
+	api.token = token
+	api.server = "https://127.0.0.1:" + ports[2]
+	p, err = s.h.Start("record-apiserver", tools.Path("kube-apiserver"), "--etcd-servers="+api.etcd,
+		"--bind-address=127.0.0.1", "--secure-port="+ports[2], "--cert-dir="+filepath.Join(dir, "certs"),
+		"--token-auth-file="+filepath.Join(dir, "tokens.csv"), "--authorization-mode=AlwaysAllow",
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+key,
+		"--service-account-signing-key-file="+key, "--service-cluster-ip-range=10.0.0.0/24",
+		"--max-requests-inflight=0", "--max-mutating-requests-inflight=0", "--enable-priority-and-fairness=false")
+	if err != nil {
+		return api, err
+	}
+	api.apiProcess = p
+	return api, waitAPIServer(ctx, p, api.server, token)
+}
+
+// stopRecordAPI stops the record scenario's control plane and removes its
+// files.
+func (s *session) stopRecordAPI(api *recordAPI) error {
+	var errs []error
+	for _, p := range []*proc.Process{api.apiProcess, api.etcdProcess} {
+		if p != nil {
+			errs = append(errs, s.h.Stop(p))
+		}
+	}
+	return errors.Join(append(errs, os.RemoveAll(api.dir))...)
+}
+
+// writeRecordAPIFiles writes the API server's static token file (one admin
+// token, in system:masters) and service account key, returning the token
+// and the key's path.
+func writeRecordAPIFiles(dir string) (token, keyPath string, err error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = hex.EncodeToString(b)
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", "", err
+	}
+	keyPath = filepath.Join(dir, "sa.key")
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	return token, keyPath, os.WriteFile(keyPath, pemKey, 0o600)
+}
+
+// waitAPIServer waits until the API server answers /readyz (its serving
+// certificate is its own, self-signed: not checked on loopback).
+func waitAPIServer(ctx context.Context, p *proc.Process, server, token string) error {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-p.Done():
+			return false, fmt.Errorf("%s exited: %w; see %s", p.Name, p.Err(), p.LogPath)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
 }

@@ -168,10 +168,10 @@ func (c *Controller) takeOldPods(ctx context.Context, ds *appsv1.DaemonSet, key 
 	c.inBackground(ctx, key, func() error {
 		err := errors.Join(c.runParallel(ctx, tasks)...)
 		// The deletion (patch) times, after them: the entries written
-		// ahead already hold the nodes; these start their clocks, and
-		// keep the generations the patches made.
-		_, werr := c.records.Write(ctx, rec)
-		return errors.Join(err, werr)
+		// ahead already hold the nodes; these start their clocks, keep
+		// the generations the patches made, with what the sync left to
+		// this write (writeRecord).
+		return errors.Join(err, c.writeInBackground(ctx, t, rec))
 	})
 	return nil
 }

@@ -138,7 +138,8 @@ const DaemonPodSelector = podTemplateGenerationLabel
 //     the pre-pull Jobs' pods.
 //   - Jobs: the pre-pull Jobs (PrePullLabel), cached as jobRecords.
 //   - ConfigMaps: the rollout records (record.Label), in the controller's
-//     own namespace, cached without their data (record.Cached).
+//     own namespace, watched by their metadata alone and cached without
+//     their managedFields (record.Cached).
 //
 // Node Leases are not cached: the controller watches the Leases of the
 // nodes it waits on alone, one watch each, or one for all while it waits on
@@ -177,7 +178,7 @@ func NewInformers(client kube.Interface, recordNamespace string) *Informers {
 		DaemonPods:          newInformer(client, core.Pods(metav1.NamespaceAll), &corev1.Pod{}, DaemonPodSelector, daemonPodIndexers, TransformDaemonPod),
 		PrePullPods:         newInformer(client, core.Pods(metav1.NamespaceAll), &corev1.Pod{}, prePull, cache.Indexers{}, Transform),
 		Jobs:                newInformer(client, client.BatchV1().Jobs(metav1.NamespaceAll), &batchv1.Job{}, prePull, jobIndexers, Transform),
-		Records:             newInformer(client, core.ConfigMaps(recordNamespace), &corev1.ConfigMap{}, recordstore.Label, cache.Indexers{}, recordstore.Transform),
+		Records:             recordstore.NewInformer(client, recordNamespace),
 		RecordNamespace:     recordNamespace,
 	}
 }
@@ -229,7 +230,7 @@ func WithLeaseMode(mode leases.Mode) Option {
 }
 
 // NewController wires the controller to its informers (see Informers),
-// adding the indexes it looks pre-pull pods, DaemonSets and records up by;
+// adding the indexes it looks pre-pull pods and DaemonSets up by;
 // start the informers after calling it. Events go to recorder (component Component) and figures to
 // metrics.
 func NewController(ctx context.Context, kubeClient kube.Interface, inf *Informers,
@@ -253,7 +254,7 @@ func NewController(ctx context.Context, kubeClient kube.Interface, inf *Informer
 		expect:     newExpectations(),
 		statuses:   newStatusWrites(),
 		challenges: newChallenges(),
-		rejections: &pullRejections{why: map[string]string{}, checked: map[types.UID]bool{}},
+		rejections: &pullRejections{why: map[string]string{}, checked: map[types.UID]types.UID{}},
 		eventMemo:  newEventMemo(),
 		logger:     klog.FromContext(ctx),
 	}
@@ -272,9 +273,6 @@ func NewController(ctx context.Context, kubeClient kube.Interface, inf *Informer
 	}
 	if err := inf.PrePullPods.AddIndexers(cache.Indexers{byControllerUID: indexByControllerUID}); err != nil {
 		return nil, fmt.Errorf("adding pre-pull pod indexes: %w", err)
-	}
-	if err := inf.Records.AddIndexers(cache.Indexers{recordstore.ByOwner: recordstore.IndexByOwner}); err != nil {
-		return nil, fmt.Errorf("adding rollout record indexes: %w", err)
 	}
 	if err := c.addHandlers(inf.DaemonSets, inf.ControllerRevisions, inf.DaemonPods, inf.PrePullPods,
 		inf.Nodes, inf.Jobs, inf.Records); err != nil {

@@ -44,7 +44,7 @@ const (
 // fixture is a controller over a fake clientset and informer caches seeded
 // with the same objects; tests call sync directly and check client actions.
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	client   *fake.Clientset
 	inf      *Informers
@@ -55,7 +55,7 @@ type fixture struct {
 // testRecordNamespace is where the fixture's controller keeps its records.
 const testRecordNamespace = "edgeota-system"
 
-func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	client := fake.NewClientset(objs...)

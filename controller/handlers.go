@@ -56,9 +56,11 @@ func (c *Controller) addHandlers(ds, revisions, pods, prePullPods, nodes, jobs, 
 			}
 		})},
 		// The records are the controller's own writes: an event of its own
-		// write changes nothing; one of anyone else's has the record
-		// written again (record.Store.Observe).
+		// write changes nothing; one of anyone else's (a ConfigMap named as
+		// one of a record's included) has the record written again
+		// (record.Store.Observe).
 		{"configmaps", records, cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.observeRecord(obj, false) },
 			UpdateFunc: func(_, obj any) { c.observeRecord(obj, false) },
 			DeleteFunc: func(obj any) { c.observeRecord(unwrap(obj), true) },
 		}},

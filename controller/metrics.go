@@ -51,6 +51,7 @@ type Metrics struct {
 	watchEvents       *prometheus.CounterVec
 	recordWrites      prometheus.Counter
 	recordBytes       prometheus.Counter
+	recordStored      prometheus.Counter
 	leaseReads        *prometheus.CounterVec
 	leaseRequests     *prometheus.CounterVec
 	rolloutProven     *prometheus.GaugeVec
@@ -251,11 +252,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"resource"}),
 		recordWrites: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgeota_controller_record_writes_total",
-			Help: "Writes of rollout records (one ConfigMap created or patched): every node's stage (offered, in flight, settled, failed).",
+			Help: "Writes of rollout records (one ConfigMap created): every node's stage (offered, in flight, settled, failed).",
 		}),
 		recordBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgeota_controller_record_bytes_written_total",
-			Help: "Bytes of rollout record ConfigMaps as each write left them (keys and values): what each write costs etcd's history and every watcher of the records.",
+			Help: "Bytes of the data of the rollout record ConfigMaps written (keys and values, the entries compressed): the record's own share of edgeota_controller_record_stored_bytes_total.",
+		}),
+		recordStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgeota_controller_record_stored_bytes_total",
+			Help: "Bytes etcd stores for the rollout record ConfigMaps written: each object as the API server serialises it, its metadata and managedFields included. What the records cost etcd's history until compaction.",
 		}),
 		leaseReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgeota_controller_lease_reads_total",
@@ -285,7 +290,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.leader, m.apiRequests, m.syncDuration, m.podsDeleted, m.podsPatched, m.conditionsWritten,
 		m.rolloutNodes, m.rolloutDesired, m.rolloutRevision, m.rolloutHalted, m.rolloutHaltReason, m.rolloutPaused,
-		m.rolloutPulls, m.rolloutAwaiting, m.watchEvents, m.recordWrites, m.recordBytes, m.leaseReads, m.leaseRequests,
+		m.rolloutPulls, m.rolloutAwaiting, m.watchEvents, m.recordWrites, m.recordBytes, m.recordStored, m.leaseReads, m.leaseRequests,
 		m.rolloutProven, m.proofs, m.proofWait, m.challenges,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "edgeota_controller_queue_depth",
@@ -369,9 +374,10 @@ func (m *Metrics) podDeleted() { m.podsDeleted.Inc() }
 
 func (m *Metrics) podPatched() { m.podsPatched.Inc() }
 
-func (m *Metrics) recordWritten(bytes int) {
+func (m *Metrics) recordWritten(data, stored int) {
 	m.recordWrites.Inc()
-	m.recordBytes.Add(float64(bytes))
+	m.recordBytes.Add(float64(data))
+	m.recordStored.Add(float64(stored))
 }
 
 // leaseCounted counts what the Lease watches saw (leases.Renewed,

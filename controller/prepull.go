@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -229,11 +230,28 @@ const podlessGrace = 15 * time.Second
 // refuses its pre-download Jobs' pods (a namespace enforcing a Pod Security
 // level they do not meet, a quota): the rollout then goes on without
 // pre-download, as it would without the annotation, rather than wait for
-// pulls that never start. And which podless Jobs were asked about already.
+// pulls that never start. And which podless Jobs were asked about already,
+// with their DaemonSet's UID.
 type pullRejections struct {
 	mu      sync.Mutex
 	why     map[string]string
-	checked map[types.UID]bool
+	checked map[types.UID]types.UID
+}
+
+// forget drops what is remembered of a DaemonSet gone.
+func (p *pullRejections) forget(ds types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.why {
+		if strings.HasPrefix(k, string(ds)+"/") {
+			delete(p.why, k)
+		}
+	}
+	for job, owner := range p.checked {
+		if owner == ds {
+			delete(p.checked, job)
+		}
+	}
 }
 
 func (p *pullRejections) key(ds types.UID, target string) string { return string(ds) + "/" + target }
@@ -257,8 +275,8 @@ func (c *Controller) checkPodless(ds *appsv1.DaemonSet, key, target string, job 
 	}
 	r := c.rejections
 	r.mu.Lock()
-	done := r.checked[job.UID]
-	r.checked[job.UID] = true
+	_, done := r.checked[job.UID]
+	r.checked[job.UID] = ds.UID
 	r.mu.Unlock()
 	if done {
 		return nil

@@ -134,16 +134,21 @@ func TestDeletedRecordIsRewritten(t *testing.T) {
 	}
 	f.wantEvent(f.events(), corev1.EventTypeWarning, rollout.ReasonRecordRewritten)
 	f.sync()
-	again := map[string]string{}
+	if e := f.recordRead()["node-0"]; e.Stage != decision.StageFailed {
+		t.Errorf("got node-0's entry %+v rewritten, want its failure", e)
+	}
+}
+
+// recordRead is the test DaemonSet's rollout record of the target as the
+// cluster holds it.
+func (f *fixture) recordRead() map[string]decision.Entry {
+	f.t.Helper()
+	var cms []corev1.ConfigMap
 	for _, obj := range f.records() {
-		for k, v := range obj.(*corev1.ConfigMap).Data {
-			again[k] = v
-		}
+		cms = append(cms, *obj.(*corev1.ConfigMap))
 	}
-	var e decision.Entry
-	if err := json.Unmarshal([]byte(again["node-0"]), &e); err != nil || e.Stage != decision.StageFailed {
-		t.Errorf("got node-0's entry %q rewritten, want its failure", again["node-0"])
-	}
+	entries, _ := recordstore.Read(cms, testDSUID, decision.Target{Hash: newHash, Number: 2})
+	return entries
 }
 
 // TestUnreadableRecordActsOnNothing: a record that cannot be read (the

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -139,7 +140,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// from the cluster, decides exactly as this one. The rest (settled
 	// nodes, offers, clocks started) goes in the background: a budget
 	// freed by a proof of life is used without waiting for a write.
-	if err := c.writeRecord(ctx, t, len(d.Offered) > 0); err != nil {
+	if err := c.writeRecord(ctx, t, len(d.Offered) > 0, len(d.Take) > 0); err != nil {
 		return err
 	}
 	grew := failuresGrew(published, target, d.Status.Failed.Count)
@@ -247,30 +248,42 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 // writeRecord writes what the record does not hold yet: at once when
 // something of it must be written before the controller acts (a failure, a
 // node taken in flight by someone else's deletion, a new record's meta, new
-// offers: now), else in the background. Paced writes wake the DaemonSet when
-// they are due.
-func (c *Controller) writeRecord(ctx context.Context, t *tracker, now bool) error {
+// offers: now), else in the background, unless the decision deletes pods
+// (deleting): the write that follows the deletions carries it then, so
+// that a node's turn costs one write, not two. The merges the writes make
+// due run in the background.
+func (c *Controller) writeRecord(ctx context.Context, t *tracker, now, deleting bool) error {
 	key, rec := t.key, t.record
-	write := func() error {
+	switch pending, urgent := rec.Pending(); {
+	case urgent || pending && now:
 		wait, err := c.records.Write(ctx, rec)
 		if wait > 0 {
 			c.queue.AddAfter(key, wait)
 		}
-		return err
-	}
-	switch pending, urgent := rec.Pending(); {
-	case urgent || pending && now:
-		return write()
-	case pending:
-		c.inBackground(ctx, key, func() error {
-			err := write()
-			if err == nil && t.offersWaiting.Swap(false) {
-				c.queue.Add(key) // the offers' entries are written: make them
-			}
+		if err != nil {
 			return err
-		})
+		}
+		if rec.CompactDue() {
+			c.inBackground(ctx, key, func() error { return c.records.Compact(ctx, rec) })
+		}
+	case pending && !deleting:
+		c.inBackground(ctx, key, func() error { return c.writeInBackground(ctx, t, rec) })
 	}
 	return nil
+}
+
+// writeInBackground writes what the record does not hold yet, wakes the
+// DaemonSet when paced entries are due and when offers waited for their
+// entries, then makes the merges the write made due.
+func (c *Controller) writeInBackground(ctx context.Context, t *tracker, rec *recordstore.Record) error {
+	wait, err := c.records.Write(ctx, rec)
+	if wait > 0 {
+		c.queue.AddAfter(t.key, wait)
+	}
+	if err == nil && t.offersWaiting.Swap(false) {
+		c.queue.Add(t.key) // the offers' entries are written: make them
+	}
+	return errors.Join(err, c.records.Compact(ctx, rec))
 }
 
 // forget drops what the controller remembers of a deleted DaemonSet, and
@@ -281,19 +294,16 @@ func (c *Controller) forget(ctx context.Context, key string) {
 	delete(c.trackers, key)
 	c.trackersMu.Unlock()
 	if t != nil && t.uid != "" {
-		if t.record != nil {
-			c.records.Forget(t.record)
-		}
-		names := c.records.Of(t.uid)
-		if len(names) > 0 {
-			c.inBackground(ctx, key, func() error { return c.records.Delete(ctx, names) })
-		}
+		c.rejections.forget(t.uid)
+		uid, rec := t.uid, t.record
+		c.inBackground(ctx, key, func() error { return c.records.DeleteAll(ctx, uid, rec) })
 	}
 	c.statuses.forget(key)
 	c.expect.forget(key)
 	c.eventMemo.forget(key)
 	c.revisions.forget(key)
 	c.heartbeats.set(key, nil)
+	c.challenges.keepAwaited(key, nil)
 	if namespace, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
 		c.metrics.forgetRollout(namespace, name)
 	}

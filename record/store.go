@@ -3,11 +3,11 @@ package record
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,50 +28,36 @@ const (
 	// Label marks a rollout record ConfigMap; its value is the DaemonSet's
 	// UID. The controller's informer of its records selects by it.
 	Label = "edgeota.io/rollout-record"
-	// revisionLabel and hashLabel name the revision a record is about (a
-	// rollback reuses a hash under a new number).
-	revisionLabel = "edgeota.io/revision-number"
-	hashLabel     = "edgeota.io/revision-hash"
-	// daemonSetAnnotation names the DaemonSet, for people.
-	daemonSetAnnotation = "edgeota.io/daemonset"
-	// metaKey holds decision.Meta in the first active ConfigMap: not a
-	// node's name (node names have no underscore).
+	// hashLabel names the revision an older edgeota's record is about.
+	// This layout names the revision by its number alone, in the
+	// ConfigMap's name: a DaemonSet never numbers two revisions alike (a
+	// rollback renumbers the revision it brings back), and each label
+	// costs every write its bytes twice, in the labels and in
+	// managedFields.
+	hashLabel = "edgeota.io/revision-hash"
+	// metaKey holds decision.Meta: not a node's name (node names have no
+	// underscore).
 	metaKey = "_meta"
-	// shardBytes bounds the data of one record ConfigMap, well under the
-	// API's 1 MiB: 10,000 failed nodes with 253-character names and
-	// reasons take about 6 MB, in eight ConfigMaps.
-	shardBytes = 800 << 10
-	// ProgressInterval is the least time between two writes of one progress
-	// ConfigMap (offered and settled entries).
+	// ProgressInterval is the least time between two writes of a record that
+	// carry only offered and settled entries (or removed ones): those ride
+	// along with the next write that must go at once, or wait for it.
 	ProgressInterval = 3 * time.Second
+	// bigWrite is how many keys make a write big: big writes go one record
+	// at a time (Store.bigWrites).
+	bigWrite = 1000
 )
-
-// class is where an entry is kept: active (failed, in flight) or progress
-// (offered, settled).
-type class int
-
-const (
-	active class = iota
-	progress
-)
-
-func classOf(e decision.Entry) class {
-	if e.Stage == decision.StageOffered || e.Stage == decision.StageSettled {
-		return progress
-	}
-	return active
-}
 
 // Store reads and writes the rollout records of one namespace.
 type Store struct {
 	client    kube.Interface
 	namespace string
 	indexer   cache.Indexer
-	// FieldManager names the controller in managedFields.
+	// fieldManager names the controller in managedFields.
 	fieldManager string
-	// written counts each ConfigMap written and the size of its data after
-	// the write: what a record costs etcd and the watchers.
-	written func(bytes int)
+	// written is told the size of each ConfigMap written: its data (the
+	// binaryData key and the compressed entries), and the whole object as
+	// etcd stores it.
+	written func(data, stored int)
 	now     func() time.Time
 	logger  klog.Logger
 	// foreign is told the DaemonSet key of a record found deleted or changed
@@ -80,19 +66,22 @@ type Store struct {
 
 	mu      sync.Mutex
 	records map[types.UID]*Record
-	// wholeWrites serialises the writes of whole ConfigMaps (Write).
-	wholeWrites sync.Mutex
+	// bigWrites serialises big writes (more than bigWrite keys) of all
+	// records: a controller adopting many settled DaemonSets at start
+	// writes every node's entry of each, and would otherwise hold them all
+	// at once, with their requests: its peak memory.
+	bigWrites sync.Mutex
 }
 
 // NewStore returns the store of the records in namespace, found through
-// indexer (an informer of the ConfigMaps labelled Label there, through
-// Transform, indexed by ByOwner), read and written through client.
-// written is told each write's size; foreign the DaemonSet key of a record
-// someone else deleted or changed (see Observe).
+// indexer (an informer of the metadata of the ConfigMaps labelled Label
+// there, through Transform, indexed by ByOwner), read and written through
+// client. written is told each write's size; foreign the DaemonSet key of
+// a record someone else deleted or changed (see Observe).
 func NewStore(client kube.Interface, namespace string, indexer cache.Indexer, fieldManager string,
-	written func(bytes int), foreign func(dsKey string), now func() time.Time, logger klog.Logger) *Store {
+	written func(data, stored int), foreign func(dsKey string), now func() time.Time, logger klog.Logger) *Store {
 	if written == nil {
-		written = func(int) {}
+		written = func(int, int) {}
 	}
 	if foreign == nil {
 		foreign = func(string) {}
@@ -134,163 +123,319 @@ type Record struct {
 	dsKey  string
 	target decision.Target
 
-	mu     sync.Mutex
-	shards []*shard
-	placed map[string]*shard
-	// moving are nodes whose entry moved to a progress ConfigMap, with the
-	// active one their stale key is removed from once the move is written.
-	moving map[string]*shard
-	urgent bool
-	// writing serialises writes: one at a time per record.
+	// writing serialises the record's writes and merges.
 	writing sync.Mutex
-}
 
-// shard is one record ConfigMap.
-type shard struct {
-	name    string
-	class   class
-	index   int
-	created bool
-	bytes   int
-	// nodes are the keys placed here (metaKey included), whose value the
-	// ledger holds.
-	nodes map[string]bool
-	// stored is what the ConfigMap holds, as hashes of its values, after
-	// the last write's answer or the last event seen; storedRV that state's
-	// resourceVersion.
-	stored   map[string]uint64
-	storedRV string
-	// dirty are the keys whose value may differ from what is stored.
+	mu sync.Mutex
+	// dirty are the keys whose value is not written as the ledger holds it,
+	// each with whether it must go at once (an entry in flight or failed,
+	// the meta) or may wait for ProgressInterval (offered, settled, gone).
 	dirty map[string]bool
-	// foreign: the ConfigMap holds content someone else wrote, known only by
-	// its digest; the next write replaces its data whole.
-	foreign   bool
+	// sending are the keys of the write under way.
+	sending map[string]bool
+	// urgent: something dirty must be written before the controller acts.
+	urgent bool
+	// rewrite: a segment was lost or changed by someone else (or the record
+	// is an older edgeota's): the next write writes every key in a segment
+	// that supersedes all others, which then go.
+	rewrite bool
+	// segments are the record's segments, oldest first.
+	segments []*segment
+	// parts are the ConfigMaps of the record this store knows of, by name:
+	// those of its segments, and those being created or deleted.
+	parts map[string]*part
+	// next is the next write's sequence number.
+	next uint64
+	// lastWrite is when the last write was sent.
 	lastWrite time.Time
-	// writing: a write is under way; its answer tells what the ConfigMap
-	// holds, so events meanwhile are left to it.
-	writing bool
+	// listRV is the resourceVersion Load read the record at: an event no
+	// newer shows a state the list accounted for.
+	listRV string
+	// retired: the store no longer writes the record (Forget).
+	retired bool
 }
 
-func newShard(dsUID types.UID, target decision.Target, c class, i int) *shard {
-	return &shard{name: shardName(dsUID, target, c, i), class: c, index: i, nodes: map[string]bool{},
-		stored: map[string]uint64{}, dirty: map[string]bool{}}
+// segment is one write or merge of the record.
+type segment struct {
+	from, to uint64
+	parts    []*part
+	// keys are the keys written in it (metaKey included): a merge writes
+	// their values anew.
+	keys []string
 }
 
-// shardName is the name of a record ConfigMap. Active ones keep the names an
-// older edgeota gave its records (which held failed and in-flight entries
-// only), so that they are read back.
-func shardName(dsUID types.UID, target decision.Target, c class, i int) string {
-	p := ""
-	if c == progress {
-		p = "p"
-	}
-	return fmt.Sprintf("edgeota-rollout-%s-%d-%s%d", dsUID, target.Number, p, i)
+// part is one record ConfigMap.
+type part struct {
+	name  string
+	state partState
+	// rv is its resourceVersion: the answer to its create, or as Load read
+	// it. It never changes: the store writes each ConfigMap once.
+	rv string
+	// seenRV and seenDeleted are what its informer showed while the create
+	// was under way, for its answer to judge.
+	seenRV      string
+	seenDeleted bool
 }
 
-// parseShardName returns the class and index of a record ConfigMap's name if
-// it is one of the DaemonSet's record of target.
-func parseShardName(name string, dsUID types.UID, target decision.Target) (class, int, bool) {
-	rest, ok := strings.CutPrefix(name, fmt.Sprintf("edgeota-rollout-%s-%d-", dsUID, target.Number))
-	if !ok {
-		return 0, 0, false
-	}
-	c := active
-	if r, isProgress := strings.CutPrefix(rest, "p"); isProgress {
-		c, rest = progress, r
-	}
-	i, err := strconv.Atoi(rest)
-	return c, i, err == nil && i >= 0 && strconv.Itoa(i) == rest
-}
+type partState int
+
+const (
+	// live: a ConfigMap of one of the record's segments.
+	live partState = iota
+	// creating: its create is under way.
+	creating
+	// deleting: this store deletes it at its next write (superseded,
+	// stale, a stranger, a part of a write cut short, or a create that
+	// failed and may have landed).
+	deleting
+	// gone: this store deleted it; kept until the informer shows the
+	// deletion, so that a late event of it is not taken for a stranger.
+	gone
+)
 
 // Load rebuilds the record of the DaemonSet's target from its record
 // ConfigMaps as the API server holds them (the cache keeps no data), and
-// returns the names of those about other revisions, to be deleted. An
-// entry that does not parse is a fault of whoever wrote it: it is skipped
-// and removed at the next write. published
-// is the rollout status the controller last published: a record holding
-// fewer failures of the same revision than it shows lost some, and those
-// the status names are taken over, the rest counted as lost. A record
-// without meta is new: its meta is set (now, written before anything else)
-// and Adopt is set.
+// returns the names of those about other revisions, or superseded, to be
+// deleted. An entry that does not parse is a fault of whoever wrote it: it
+// is skipped and written anew at the next write. published is the rollout
+// status the controller last published: a record holding fewer failures of
+// the same revision than it shows lost some, and those the status names are
+// taken over, the rest counted as lost. A record without meta is new: its
+// meta is set (now, written before anything else) and Adopt is set.
 func (s *Store) Load(ctx context.Context, dsUID types.UID, dsKey string, target decision.Target, published *rollout.Status) (*Record, []string, error) {
 	list, err := s.client.CoreV1().ConfigMaps(s.namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{Label: string(dsUID)}).String()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the rollout record of daemonset %s: %w", dsKey, err)
 	}
-	r := &Record{dsUID: dsUID, dsKey: dsKey, target: target, placed: map[string]*shard{}, moving: map[string]*shard{}}
-	var stale []string
-	entries := map[string]decision.Entry{}
-	var meta *decision.Meta
-	type found struct {
-		c     class
-		i     int
-		value string
-	}
-	where := map[string]found{}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		c, i, ok := parseShardName(cm.Name, dsUID, target)
-		if !ok || cm.Labels[hashLabel] != target.Hash {
-			stale = append(stale, cm.Name)
-			continue
-		}
-		sh := r.shard(c, i)
-		sh.created, sh.storedRV = true, cm.ResourceVersion
-		for key, value := range cm.Data {
-			sh.stored[key] = hashOf(value)
-			sh.bytes += len(key) + len(value)
-			if key == metaKey {
-				var m decision.Meta
-				if json.Unmarshal([]byte(value), &m) == nil && c == active && i == 0 {
-					meta = &m
-					sh.nodes[key] = true
-				} else {
-					sh.dirty[key] = true
-				}
-				continue
-			}
-			var e decision.Entry
-			if json.Unmarshal([]byte(value), &e) != nil || !e.Valid() || classOf(e) != c {
-				s.logger.Info("Ignoring an unreadable rollout record entry", "configmap", klog.KObj(cm), "node", key)
-				sh.dirty[key] = true // removed at the next write
-				continue
-			}
-			if prev, ok := entries[key]; ok {
-				// Two entries of one node (a move not finished): the later
-				// stage wins; the other is removed at the next write.
-				loser := where[key]
-				if e.Stage.Rank() <= prev.Stage.Rank() {
-					loser = found{c, i, value}
-				} else {
-					entries[key], where[key] = e, found{c, i, value}
-				}
-				r.shard(loser.c, loser.i).dirty[key] = true
-				continue
-			}
-			entries[key], where[key] = e, found{c, i, value}
+	r := &Record{dsUID: dsUID, dsKey: dsKey, target: target, dirty: map[string]bool{}, sending: map[string]bool{},
+		parts: map[string]*part{}, next: 1, listRV: list.ResourceVersion}
+	read, stale := readSegments(list.Items, dsUID, target)
+	for _, name := range stale {
+		if info, ok := parseName(name, dsUID, target); ok {
+			// Ours, but not read (incomplete or superseded): the caller
+			// deletes it, and no write of this store takes its name.
+			r.parts[name] = &part{name: name, state: gone}
+			r.next = max(r.next, info.to+1)
 		}
 	}
-	for node, f := range where {
-		sh := r.shard(f.c, f.i)
-		sh.nodes[node] = true
-		r.placed[node] = sh
+	entries, meta := replay(read, func(key, configMap string) {
+		s.logger.Info("Ignoring an unreadable rollout record entry", "daemonset", dsKey, "configmap", configMap, "key", key)
+		r.dirty[key] = false // written anew: its entry, or its removal
+	})
+	for _, seg := range read {
+		r.segments = append(r.segments, &segment{from: seg.from, to: seg.to, parts: seg.parts, keys: seg.keys})
+		for _, p := range seg.parts {
+			r.parts[p.name] = p
+		}
+		r.next = max(r.next, seg.to+1)
+		if seg.legacy {
+			r.rewrite = true // an older edgeota's layout: written anew in this one
+		}
 	}
 	if meta == nil {
 		r.Adopt = true
 		meta = &decision.Meta{TargetSince: metav1.Time{Time: s.now().Truncate(time.Second)}}
+		r.dirty[metaKey], r.urgent = true, true
 	}
 	r.Ledger = decision.NewLedger(entries, *meta)
-	if r.Adopt {
-		r.place(metaKey, active)
-		r.urgent = true
-	}
 	r.takeOverPublished(published)
 	r.Ledger.Changed = r.changed
 	s.mu.Lock()
 	s.records[dsUID] = r
 	s.mu.Unlock()
 	return r, stale, nil
+}
+
+// replay applies the segments in order: the later value of a key wins, an
+// empty one removes it. A value that does not parse (or an entry the
+// controller does not write) is skipped and told to bad.
+func replay(read []readSegment, bad func(key, configMap string)) (map[string]decision.Entry, *decision.Meta) {
+	entries := map[string]decision.Entry{}
+	var meta *decision.Meta
+	for _, seg := range read {
+		for _, l := range seg.lines {
+			switch {
+			case l.value == "" && l.key == metaKey:
+				meta = nil
+			case l.value == "":
+				delete(entries, l.key)
+			case l.key == metaKey:
+				var m decision.Meta
+				if json.Unmarshal([]byte(l.value), &m) != nil {
+					bad(l.key, seg.parts[0].name)
+					continue
+				}
+				meta = &m
+			default:
+				var e decision.Entry
+				if json.Unmarshal([]byte(l.value), &e) != nil || !e.Valid() {
+					bad(l.key, seg.parts[0].name)
+					continue
+				}
+				entries[l.key] = e
+			}
+		}
+	}
+	return entries, meta
+}
+
+// Read returns what a DaemonSet's record ConfigMaps (items, as listed by
+// Label) hold for target, as a controller reads them back: every node's
+// entry and the meta (nil when none). For tools and tests that look into a
+// record: its data is compressed.
+func Read(items []corev1.ConfigMap, dsUID types.UID, target decision.Target) (map[string]decision.Entry, *decision.Meta) {
+	read, _ := readSegments(items, dsUID, target)
+	return replay(read, func(string, string) {})
+}
+
+// readSegment is a segment as Load read it.
+type readSegment struct {
+	from, to uint64
+	legacy   bool
+	parts    []*part
+	lines    []line
+	keys     []string
+}
+
+// readSegments reads the record ConfigMaps of the DaemonSet's target among
+// items, in the order they apply, and returns the names of the others
+// (other revisions, incomplete or superseded segments), to be deleted.
+func readSegments(items []corev1.ConfigMap, dsUID types.UID, target decision.Target) (read []readSegment, stale []string) {
+	type key struct{ from, to uint64 }
+	groups := map[key][]*corev1.ConfigMap{}
+	var legacy []*corev1.ConfigMap
+	for i := range items {
+		cm := &items[i]
+		info, ok := parseName(cm.Name, dsUID, target)
+		switch {
+		case !ok || info.legacy && cm.Labels[hashLabel] != target.Hash:
+			stale = append(stale, cm.Name)
+		case info.legacy:
+			legacy = append(legacy, cm)
+		default:
+			groups[key{info.from, info.to}] = append(groups[key{info.from, info.to}], cm)
+		}
+	}
+	// Complete segments: every part there, once, each readable.
+	var complete []readSegment
+	for k, cms := range groups {
+		seg, ok := readParts(cms, dsUID, target)
+		if !ok {
+			for _, cm := range cms {
+				stale = append(stale, cm.Name)
+			}
+			continue
+		}
+		seg.from, seg.to = k.from, k.to
+		complete = append(complete, seg)
+	}
+	// A segment within another's range is one of a merge's sources, or a
+	// segment a rewrite superseded: not read.
+	slices.SortFunc(complete, func(a, b readSegment) int {
+		if a.from != b.from {
+			return cmpUint(a.from, b.from)
+		}
+		return cmpUint(b.to, a.to) // the wider first
+	})
+	var reach uint64
+	for i, seg := range complete {
+		if i > 0 && seg.to <= reach {
+			for _, p := range seg.parts {
+				stale = append(stale, p.name)
+			}
+			continue
+		}
+		reach = max(reach, seg.to)
+		read = append(read, seg)
+	}
+	if len(legacy) > 0 {
+		// An older edgeota's layout: before every segment of this one
+		// (sequence number 0), superseded by a rewrite from 0.
+		if len(read) > 0 && read[0].from == 0 {
+			for _, cm := range legacy {
+				stale = append(stale, cm.Name)
+			}
+		} else {
+			read = append([]readSegment{readLegacy(legacy)}, read...)
+		}
+	}
+	slices.Sort(stale)
+	return read, stale
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// readParts reads the parts of one segment: ok only if each of its n parts
+// is there, once, and readable.
+func readParts(cms []*corev1.ConfigMap, dsUID types.UID, target decision.Target) (readSegment, bool) {
+	var seg readSegment
+	byPart := map[int]*corev1.ConfigMap{}
+	of := 0
+	for _, cm := range cms {
+		info, _ := parseName(cm.Name, dsUID, target)
+		if of != 0 && info.of != of {
+			return seg, false
+		}
+		of = info.of
+		byPart[info.part] = cm
+	}
+	if len(byPart) != of {
+		return seg, false
+	}
+	for i := range of {
+		cm := byPart[i]
+		lines, err := decodePart(cm)
+		if err != nil {
+			return seg, false
+		}
+		seg.parts = append(seg.parts, &part{name: cm.Name, rv: cm.ResourceVersion})
+		seg.lines = append(seg.lines, lines...)
+		for _, l := range lines {
+			seg.keys = append(seg.keys, l.key)
+		}
+	}
+	return seg, true
+}
+
+// readLegacy reads an older edgeota's record: one key per node in data, the
+// meta in the first, entries of failed and in-flight nodes apart from
+// offered and settled ones. Two entries of one node (a move between them cut
+// short) read as the later stage.
+func readLegacy(cms []*corev1.ConfigMap) readSegment {
+	seg := readSegment{legacy: true}
+	best := map[string]line{}
+	rank := map[string]int{}
+	for _, cm := range cms {
+		seg.parts = append(seg.parts, &part{name: cm.Name, rv: cm.ResourceVersion})
+		for key, value := range cm.Data {
+			r := 0
+			if key != metaKey {
+				var e decision.Entry
+				if json.Unmarshal([]byte(value), &e) == nil {
+					r = e.Stage.Rank()
+				}
+			}
+			if old, ok := best[key]; ok && (rank[key] > r || rank[key] == r && old.value >= value) {
+				continue
+			}
+			best[key], rank[key] = line{key, value}, r
+		}
+	}
+	for _, l := range best {
+		seg.lines = append(seg.lines, l)
+		seg.keys = append(seg.keys, l.key)
+	}
+	sortLines(seg.lines)
+	return seg
 }
 
 // takeOverPublished keeps the failures the rollout status published for the
@@ -319,110 +464,20 @@ func (r *Record) takeOverPublished(published *rollout.Status) {
 	}
 }
 
-// shard returns the record's ConfigMap of class c and index i, adding it
-// (and those before it) when missing.
-func (r *Record) shard(c class, i int) *shard {
-	for _, sh := range r.shards {
-		if sh.class == c && sh.index == i {
-			return sh
-		}
-	}
-	sh := newShard(r.dsUID, r.target, c, i)
-	r.shards = append(r.shards, sh)
-	slices.SortFunc(r.shards, func(a, b *shard) int {
-		if a.class != b.class {
-			return int(a.class) - int(b.class)
-		}
-		return a.index - b.index
-	})
-	return sh
-}
-
-// place puts key in a ConfigMap of class c: the last one while it has room,
-// else a new one; the meta always in the first active one. Called with r.mu
-// held (or before the record is shared).
-func (r *Record) place(key string, c class) *shard {
-	if key == metaKey {
-		sh := r.shard(active, 0)
-		sh.nodes[key], sh.dirty[key] = true, true
-		return sh
-	}
-	size := len(key)
-	if v, err := r.value(key); err == nil {
-		size += len(v)
-	}
-	var last *shard
-	n := 0
-	for _, sh := range r.shards {
-		if sh.class == c {
-			last, n = sh, n+1
-		}
-	}
-	if last == nil || last.bytes+size > shardBytes {
-		last = r.shard(c, n)
-	}
-	last.bytes += size
-	last.nodes[key], last.dirty[key] = true, true
-	r.placed[key] = last
-	return last
-}
-
 // changed is the ledger's hook: the node's entry (the meta for "") changed.
 func (r *Record) changed(node string, urgent bool) {
-	key := node
+	key, prompt := node, true
 	if node == "" {
 		key = metaKey
-	}
-	var (
-		e  decision.Entry
-		ok bool
-	)
-	if node != "" {
-		e, ok = r.Ledger.Entry(node)
+	} else if e, ok := r.Ledger.Entry(node); !ok || e.Stage == decision.StageOffered || e.Stage == decision.StageSettled {
+		prompt = urgent
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if urgent {
 		r.urgent = true
 	}
-	if node == "" {
-		r.place(metaKey, active)
-		return
-	}
-	cur := r.placed[key]
-	switch {
-	case !ok && cur == nil:
-		// Never placed: nothing to remove.
-		if m := r.moving[key]; m != nil {
-			m.dirty[key] = true
-			delete(r.moving, key)
-		}
-	case !ok:
-		delete(cur.nodes, key)
-		cur.dirty[key] = true
-		delete(r.placed, key)
-	case cur != nil && cur.class == classOf(e):
-		cur.dirty[key] = true
-	default:
-		if cur != nil {
-			delete(cur.nodes, key)
-			if cur.class == active {
-				// Removed from the active ConfigMap once the progress one
-				// holds it.
-				r.moving[key] = cur
-			} else {
-				cur.dirty[key] = true
-			}
-		}
-		if m := r.moving[key]; m != nil && classOf(e) == active {
-			// Back where it was: the same key is rewritten in place.
-			delete(r.moving, key)
-			m.nodes[key], m.dirty[key] = true, true
-			r.placed[key] = m
-			return
-		}
-		r.place(key, classOf(e))
-	}
+	r.dirty[key] = r.dirty[key] || prompt
 }
 
 // Target is the revision the record is about.
@@ -433,307 +488,374 @@ func (r *Record) Target() decision.Target { return r.target }
 func (r *Record) Pending() (any, urgent bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, sh := range r.shards {
-		if len(sh.dirty) > 0 {
-			return true, r.urgent
-		}
-	}
-	return len(r.moving) > 0, r.urgent
+	return len(r.dirty) > 0 || r.rewrite, r.urgent
 }
-
-// whole reports whether a write of the record would write a ConfigMap
-// whole: one not created yet, or someone else's content to replace.
-func (r *Record) whole() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.ContainsFunc(r.shards, (*shard).whole)
-}
-
-// whole reports whether the shard's next write replaces its ConfigMap's
-// data whole: one not created yet, or someone else's content.
-func (sh *shard) whole() bool { return !sh.created || sh.foreign }
 
 // Durable reports whether the node's entry is written as the ledger holds
 // it.
 func (r *Record) Durable(node string) bool {
+	if _, ok := r.Ledger.Entry(node); !ok {
+		return false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sh := r.placed[node]
-	return sh != nil && sh.created && !sh.dirty[node]
+	_, dirty := r.dirty[node]
+	return !dirty && !r.sending[node] && !r.rewrite
 }
 
-// Write writes what changed in the record: a merge patch of the changed keys
-// per ConfigMap (creating it the first time), progress ConfigMaps first,
-// those written less than ProgressInterval ago left for later. It returns
-// how long until those are due (zero when none waits). On failure what was
-// not written stays to be written, and the error says so.
+// batch is one segment to write: its keys with their values, in key order.
+type batch struct {
+	from, to uint64
+	lines    []line
+	// prompt are the keys that were to go at once (restored so on failure).
+	prompt map[string]bool
+	// rewrite: the segment supersedes every other.
+	rewrite bool
+	// urgent: it was to be written before the controller acts (restored so
+	// on failure).
+	urgent bool
+	// merged are the segments a merge replaces.
+	merged []*segment
+}
+
+// Write writes what changed in the record, as one segment: at once when any
+// of it must go at once (an entry in flight or failed, the meta, a rewrite),
+// else once ProgressInterval has passed since the last write. It returns how
+// long until what waits is due (zero when nothing waits). On failure what
+// was not written stays to be written, and the error says so.
 func (s *Store) Write(ctx context.Context, r *Record) (time.Duration, error) {
 	r.writing.Lock()
 	defer r.writing.Unlock()
-	if r.whole() {
-		// A whole ConfigMap is written one record at a time: a controller
-		// adopting many settled DaemonSets at start (every node's entry,
-		// about 160 KB at 2,000 nodes, each) would otherwise hold all of
-		// them at once, with their requests, answers and the watch's
-		// copies: its peak memory.
-		s.wholeWrites.Lock()
-		defer s.wholeWrites.Unlock()
+	if r.isRetired() {
+		return 0, nil
 	}
-	var wait time.Duration
-	var errs []error
-	for _, c := range []class{progress, active} {
-		for _, w := range s.collect(r, c, &wait) {
-			if err := s.writeShard(ctx, r, w); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	b, wait := s.collect(r)
+	if b == nil {
+		return wait, s.deleteParts(ctx, r)
 	}
+	err := s.send(ctx, r, b)
 	r.mu.Lock()
-	if !slices.ContainsFunc(r.shards, func(sh *shard) bool { return sh.class == active && len(sh.dirty) > 0 }) {
-		r.urgent = false
+	if err != nil {
+		for _, l := range b.lines {
+			delete(r.sending, l.key)
+			r.dirty[l.key] = r.dirty[l.key] || b.prompt[l.key]
+		}
+		r.rewrite = r.rewrite || b.rewrite
+		r.urgent = r.urgent || b.urgent
+		r.mu.Unlock()
+		return wait, errors.Join(fmt.Errorf("writing the rollout record of daemonset %s: %w", r.dsKey, err), s.deleteParts(ctx, r))
+	}
+	for _, l := range b.lines {
+		delete(r.sending, l.key)
+	}
+	var superseded []*segment
+	if b.rewrite {
+		superseded = r.segments[:len(r.segments)-1]
+		r.segments = r.segments[len(r.segments)-1:]
+	}
+	for _, seg := range superseded {
+		for _, p := range seg.parts {
+			p.state = deleting
+		}
 	}
 	r.mu.Unlock()
-	if len(errs) > 0 {
-		return wait, fmt.Errorf("writing the rollout record of daemonset %s: %w", r.dsKey, errs[0])
+	if b.rewrite {
+		s.strangers(r)
 	}
-	return wait, nil
+	return wait, s.deleteParts(ctx, r)
 }
 
-// shardWrite is what one write sends to one ConfigMap.
-type shardWrite struct {
-	sh      *shard
-	created bool
-	// whole: data replaces the ConfigMap's (created, or foreign); else
-	// changes are merged into it.
-	whole   bool
-	changes map[string]*string // nil removes the key
-	data    map[string]string  // every value, for a whole write
-}
-
-// collect gathers the writes due for the record's ConfigMaps of class c,
-// raising wait to when the next paced one is due.
-func (s *Store) collect(r *Record, c class, wait *time.Duration) []shardWrite {
+// collect gathers the write due now, with its keys' values; nil and how
+// long until one is due when none is.
+func (s *Store) collect(r *Record) (*batch, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := s.now()
-	var out []shardWrite
-	for _, sh := range r.shards {
-		whole := sh.whole()
-		if sh.class != c || len(sh.dirty) == 0 && !whole {
-			continue
-		}
-		if c == progress && !sh.lastWrite.IsZero() {
-			if due := sh.lastWrite.Add(ProgressInterval).Sub(now); due > 0 {
-				if *wait == 0 || due < *wait {
-					*wait = due
-				}
-				continue
-			}
-		}
-		w := shardWrite{sh: sh, created: sh.created, whole: whole, changes: map[string]*string{}}
-		for key := range sh.dirty {
-			var value *string
-			if sh.nodes[key] {
-				v, err := r.value(key)
-				if err != nil {
-					s.logger.Error(err, "Encoding a rollout record entry", "node", key)
-					continue
-				}
-				value = &v
-			}
-			if (value == nil && !hasKey(sh.stored, key)) || (value != nil && sh.stored[key] == hashOf(*value) && hasKey(sh.stored, key)) {
-				delete(sh.dirty, key) // as stored already
-				continue
-			}
-			w.changes[key] = value
-		}
-		if whole {
-			w.data = map[string]string{}
-			for key := range sh.nodes {
-				if v, err := r.value(key); err == nil {
-					w.data[key] = v
-				}
-			}
-		} else if len(w.changes) == 0 {
-			continue
-		}
-		sh.writing = true
-		out = append(out, w)
+	if len(r.dirty) == 0 && !r.rewrite {
+		return nil, 0
 	}
-	return out
+	now := s.now()
+	due := r.urgent || r.rewrite || r.lastWrite.IsZero()
+	for _, prompt := range r.dirty {
+		due = due || prompt
+	}
+	if !due {
+		if wait := r.lastWrite.Add(ProgressInterval).Sub(now); wait > 0 {
+			return nil, wait
+		}
+	}
+	b := &batch{prompt: r.dirty, rewrite: r.rewrite, urgent: r.urgent}
+	keys := slices.Collect(maps.Keys(r.dirty))
+	if r.rewrite {
+		keys = append(r.Ledger.Nodes(), metaKey)
+	}
+	for _, key := range keys {
+		value, ok := r.value(key)
+		if !ok && b.rewrite {
+			continue // a rewrite holds every key there is: none to remove
+		}
+		b.lines = append(b.lines, line{key, value})
+		r.sending[key] = true
+	}
+	sortLines(b.lines)
+	b.from, b.to = r.next, r.next
+	if b.rewrite {
+		// From the first sequence number, so that it supersedes every
+		// segment; as many numbers as keys, so that merges treat it as the
+		// writes it stands for (level).
+		b.from, b.to = 0, max(r.next, uint64(len(b.lines)))
+	}
+	r.next = b.to + 1
+	r.dirty, r.urgent, r.rewrite, r.lastWrite = map[string]bool{}, false, false, now
+	return b, 0
 }
 
-func hasKey(m map[string]uint64, k string) bool { _, ok := m[k]; return ok }
-
-// value is the JSON of a key's current entry (or the meta).
-func (r *Record) value(key string) (string, error) {
+// value is the JSON of a key's current entry (or the meta), and false when
+// the ledger holds none.
+func (r *Record) value(key string) (string, bool) {
 	var v any
 	if key == metaKey {
 		v = r.Ledger.Meta()
 	} else {
 		e, ok := r.Ledger.Entry(key)
 		if !ok {
-			return "", fmt.Errorf("no entry for node %s", key)
+			return "", false
 		}
 		v = e
 	}
 	data, err := json.Marshal(v)
-	return string(data), err
+	if err != nil {
+		// An Entry and a Meta always encode: their fields are strings,
+		// numbers, booleans and times.
+		panic(fmt.Sprintf("encoding rollout record key %s: %v", key, err))
+	}
+	return string(data), true
 }
 
-// writeShard sends one write and takes its answer as what the ConfigMap
-// holds. An answer that holds anything else than what was stored before
-// with this write's changes is someone else's doing: it is written again.
-func (s *Store) writeShard(ctx context.Context, r *Record, w shardWrite) error {
-	sh := w.sh
-	defer func() {
-		r.mu.Lock()
-		sh.writing = false
-		r.mu.Unlock()
-	}()
-	cms := s.client.CoreV1().ConfigMaps(s.namespace)
-	var (
-		cm      *corev1.ConfigMap
-		err     error
-		written = w.changes
-		// replace: the ConfigMap exists and its data is replaced whole.
-		replace = w.whole && w.created
-	)
-	if w.whole {
-		written = map[string]*string{}
-		for k, v := range w.data {
-			written[k] = &v
-		}
+// send writes the batch as one segment, part by part, and adds it to the
+// record's segments, after those it merges replace (if any). Parts created
+// before a failure are deleted: the segment is incomplete.
+func (s *Store) send(ctx context.Context, r *Record, b *batch) error {
+	if len(b.lines) > bigWrite {
+		s.bigWrites.Lock()
+		defer s.bigWrites.Unlock()
 	}
-	if !w.created {
-		cm, err = cms.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: sh.name, Namespace: s.namespace,
-				Labels: map[string]string{Label: string(r.dsUID), hashLabel: r.target.Hash,
-					revisionLabel: strconv.FormatInt(r.target.Number, 10)},
-				Annotations: map[string]string{daemonSetAnnotation: r.dsKey},
-			},
-			Data: w.data,
-		}, metav1.CreateOptions{FieldManager: s.fieldManager})
-		if apierrors.IsAlreadyExists(err) {
-			// Created by a write this process does not remember (its
-			// predecessor's, or one whose answer was lost): replaced.
-			cm, err, replace = nil, nil, true
-		} else if err != nil {
-			return fmt.Errorf("creating rollout record %s/%s: %w", s.namespace, sh.name, err)
-		}
+	blobs, err := encodeParts(b.lines)
+	if err != nil {
+		return fmt.Errorf("encoding the rollout record: %w", err)
 	}
-	if cm == nil {
-		patchType, body := types.MergePatchType, any(map[string]any{"data": written})
-		if replace {
-			// A strategic merge patch's directive replaces the whole map:
-			// keys someone else added go too, with no read first.
-			data := map[string]any{"$patch": "replace"}
-			for k, v := range w.data {
-				data[k] = v
-			}
-			patchType, body = types.StrategicMergePatchType, map[string]any{"data": data}
-		}
-		patch, perr := json.Marshal(body)
-		if perr != nil {
-			return fmt.Errorf("encoding the rollout record patch: %w", perr)
-		}
-		cm, err = cms.Patch(ctx, sh.name, patchType, patch, metav1.PatchOptions{FieldManager: s.fieldManager})
-		if apierrors.IsNotFound(err) {
-			// Deleted behind our back: created again, whole, at the next
-			// write.
-			r.mu.Lock()
-			sh.lost()
-			r.mu.Unlock()
-			s.foreign(r.dsKey)
-		}
-		if err != nil {
-			return fmt.Errorf("writing rollout record %s/%s: %w", s.namespace, sh.name, err)
-		}
+	seg := &segment{from: b.from, to: b.to, keys: make([]string, len(b.lines))}
+	for i, l := range b.lines {
+		seg.keys[i] = l.key
 	}
-	size := 0
-	for k, v := range cm.Data {
-		size += len(k) + len(v)
-	}
-	s.written(size)
-
 	r.mu.Lock()
-	expected := maps.Clone(sh.stored)
-	if w.whole {
-		clear(expected) // a new ConfigMap, or one replaced: only our keys
-	}
-	for k, v := range written {
-		if v == nil {
-			delete(expected, k)
-		} else {
-			expected[k] = hashOf(*v)
-		}
-	}
-	sh.created, sh.foreign, sh.lastWrite = true, false, s.now()
-	sh.take(cm)
-	for key, value := range written {
-		// Written as it stands, unless it changed meanwhile.
-		cur, err := r.value(key)
-		if (value == nil && !sh.nodes[key]) || (value != nil && sh.nodes[key] && err == nil && cur == *value) {
-			delete(sh.dirty, key)
-		}
-		if sh.class == progress && value != nil {
-			if m := r.moving[key]; m != nil {
-				m.dirty[key] = true // its new place holds it: the stale key goes
-				delete(r.moving, key)
-			}
-		}
-	}
-	if len(sh.dirty) == 0 {
-		// Made anew: Go's maps keep their buckets, and a record's first
-		// write had every node dirty.
-		sh.dirty = map[string]bool{}
-	}
-	foreign := !maps.Equal(expected, sh.stored)
-	if foreign {
-		// Someone else's keys merged in meanwhile (a patch's answer shows
-		// the whole ConfigMap): ours written again, theirs removed.
-		for k := range sh.nodes {
-			sh.dirty[k] = true
-		}
-		for k := range sh.stored {
-			if !sh.nodes[k] {
-				sh.dirty[k] = true
-			}
-		}
+	for i := range blobs {
+		p := &part{name: partName(r.dsUID, r.target, b.from, b.to, i, len(blobs)), state: creating}
+		seg.parts = append(seg.parts, p)
+		r.parts[p.name] = p
 	}
 	r.mu.Unlock()
-	if foreign && w.created {
-		s.foreign(r.dsKey)
+	for i, blob := range blobs {
+		if err := s.create(ctx, r, seg.parts[i], blob); err != nil {
+			r.mu.Lock()
+			for _, p := range seg.parts[:i] {
+				p.state = deleting
+			}
+			r.mu.Unlock()
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b.merged != nil {
+		i := slices.Index(r.segments, b.merged[0])
+		r.segments = slices.Replace(r.segments, i, i+len(b.merged), seg)
+		for _, old := range b.merged {
+			for _, p := range old.parts {
+				p.state = deleting
+			}
+		}
+	} else {
+		r.segments = append(r.segments, seg)
 	}
 	return nil
 }
 
-// take records a ConfigMap's state as what the shard holds.
-func (sh *shard) take(cm *corev1.ConfigMap) {
-	sh.stored = make(map[string]uint64, len(cm.Data))
-	for k, v := range cm.Data {
-		sh.stored[k] = hashOf(v)
+// create creates one part and takes its answer's resourceVersion as what
+// the part holds for ever; the informer's events meanwhile are judged
+// against it.
+func (s *Store) create(ctx context.Context, r *Record, p *part, blob []byte) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: s.namespace,
+			Labels: map[string]string{Label: string(r.dsUID)}},
+		BinaryData: map[string][]byte{entriesKey: blob},
 	}
-	sh.storedRV = cm.ResourceVersion
+	answer, err := s.client.CoreV1().ConfigMapMetadata(s.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: s.fieldManager})
+	if err != nil {
+		r.mu.Lock()
+		// The create may have landed (its answer lost): the part goes, its
+		// keys being written again in another segment.
+		p.state = deleting
+		if apierrors.IsAlreadyExists(err) {
+			// Not this store's (each name is written once): a stranger,
+			// named as one of the record's pieces.
+			r.lose()
+		}
+		r.mu.Unlock()
+		return fmt.Errorf("creating rollout record %s/%s: %w", s.namespace, p.name, err)
+	}
+	r.mu.Lock()
+	p.rv, p.state = answer.ResourceVersion, live
+	foreign := p.seenDeleted || newer(p.seenRV, p.rv)
+	if foreign {
+		r.lose()
+	}
+	r.mu.Unlock()
+	if foreign {
+		s.foreign(r.dsKey)
+	}
+	cm.ObjectMeta = answer.ObjectMeta
+	stored, err := kube.StoredSize(cm)
+	if err != nil {
+		s.logger.Error(err, "Sizing a rollout record ConfigMap", "configmap", klog.KObj(cm))
+	}
+	s.written(len(entriesKey)+len(blob), stored)
+	return nil
 }
 
-// lost marks the shard's ConfigMap gone: created again, whole.
-func (sh *shard) lost() {
-	sh.created = false
-	sh.stored = map[string]uint64{}
-	sh.storedRV = ""
-	for k := range sh.nodes {
-		sh.dirty[k] = true
+// lose marks the record's content in the cluster untrusted: every key is
+// written anew, in a segment that supersedes all others, before the
+// controller acts again. Called with r.mu held.
+func (r *Record) lose() {
+	r.rewrite, r.urgent = true, true
+}
+
+// Compact merges the record's segments while fanIn consecutive ones are of
+// one level: one segment holding the current value of each of their keys
+// replaces them (a key removed since is written removed, unless nothing
+// older could hold it). Each key is so rewritten once per level, and a
+// record keeps at most fanIn-1 segments of each. Call it in the
+// background: a merge of high level writes much of the record.
+func (s *Store) Compact(ctx context.Context, r *Record) error {
+	r.writing.Lock()
+	defer r.writing.Unlock()
+	for !r.isRetired() {
+		b := r.mergeDue()
+		if b == nil {
+			break
+		}
+		if err := s.send(ctx, r, b); err != nil {
+			return errors.Join(fmt.Errorf("merging the rollout record of daemonset %s: %w", r.dsKey, err), s.deleteParts(ctx, r))
+		}
 	}
+	return s.deleteParts(ctx, r)
+}
+
+// CompactDue reports whether Compact has a merge to make.
+func (r *Record) CompactDue() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mergeRun() != nil
+}
+
+// mergeRun is the run of segments to merge: the oldest fanIn consecutive
+// ones of one level, and none while a rewrite is due (it supersedes them
+// all). Levels never grow from the oldest segment to the newest (a write is
+// the newest, of level 0; a merge takes the place of what it replaces, one
+// level up), so a level's segments follow each other. Called with r.mu
+// held.
+func (r *Record) mergeRun() []*segment {
+	if r.rewrite {
+		return nil
+	}
+	for i := 0; i+fanIn <= len(r.segments); i++ {
+		run := r.segments[i : i+fanIn]
+		l := level(run[0].from, run[0].to)
+		if !slices.ContainsFunc(run[1:], func(seg *segment) bool { return level(seg.from, seg.to) != l }) {
+			return run
+		}
+	}
+	return nil
+}
+
+// mergeDue is the merge to make now, with its keys' current values.
+func (r *Record) mergeDue() *batch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run := r.mergeRun()
+	if run == nil {
+		return nil
+	}
+	first := run[0] == r.segments[0]
+	b := &batch{from: run[0].from, to: run[len(run)-1].to, merged: slices.Clone(run)}
+	seen := map[string]bool{}
+	for _, seg := range run {
+		for _, key := range seg.keys {
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			value, ok := r.value(key)
+			if !ok && first {
+				continue // nothing older holds it
+			}
+			b.lines = append(b.lines, line{key, value})
+		}
+	}
+	sortLines(b.lines)
+	return b
+}
+
+// strangers marks for deletion every ConfigMap of the record's target the
+// informer shows that is none of its segments' (someone else's, named as
+// one of its pieces), after a rewrite.
+func (s *Store) strangers(r *Record) {
+	names := s.Of(r.dsUID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, name := range names {
+		if _, ok := parseName(name, r.dsUID, r.target); ok && r.parts[name] == nil {
+			r.parts[name] = &part{name: name, state: deleting}
+		}
+	}
+}
+
+// deleteParts deletes the record's ConfigMaps marked deleting; those that
+// fail stay marked, for the next write.
+func (s *Store) deleteParts(ctx context.Context, r *Record) error {
+	r.mu.Lock()
+	var names []string
+	for name, p := range r.parts {
+		if p.state == deleting {
+			names = append(names, name)
+		}
+	}
+	r.mu.Unlock()
+	slices.Sort(names)
+	var errs []error
+	for _, name := range names {
+		err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting rollout record %s/%s: %w", s.namespace, name, err))
+			continue
+		}
+		r.mu.Lock()
+		if p := r.parts[name]; p != nil && p.state == deleting {
+			p.state = gone
+		}
+		r.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
 // Observe takes an event of the records' informer (deleted: the ConfigMap is
-// gone). A ConfigMap of a live record that someone else deleted, or changed
-// to other content (another digest), is marked to be written again from the
-// ledger: it returns the DaemonSet's key and true then, for the caller to
-// requeue it and say so. The controller's own writes come back on the same
-// watch, with the content it wrote: they change nothing.
+// gone), which shows metadata alone. The store writes each ConfigMap once,
+// so any resourceVersion of a live one other than its create's answer is
+// someone else's change, and a deletion it did not make is a loss; a
+// ConfigMap named as one of the record's that the store never wrote is a
+// stranger's. Each has the record written anew and returns the DaemonSet's
+// key and true, for the caller to requeue it and say so. The store's own
+// writes come back on the same watch, the event sometimes before the
+// create's answer: those change nothing.
 func (s *Store) Observe(cm *Cached, deleted bool) (dsKey string, rewrite bool) {
 	s.mu.Lock()
 	r := s.records[types.UID(cm.Labels[Label])]
@@ -741,40 +863,41 @@ func (s *Store) Observe(cm *Cached, deleted bool) (dsKey string, rewrite bool) {
 	if r == nil {
 		return "", false
 	}
-	c, i, ok := parseShardName(cm.Name, r.dsUID, r.target)
-	if !ok {
-		return "", false
+	if _, ok := parseName(cm.Name, r.dsUID, r.target); !ok {
+		return "", false // another revision's: deleted when the target moved
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var sh *shard
-	for _, x := range r.shards {
-		if x.class == c && x.index == i {
-			sh = x
+	p := r.parts[cm.Name]
+	switch {
+	case p == nil && (deleted || !newer(cm.ResourceVersion, r.listRV)):
+		return "", false // gone, or a state older than Load's list
+	case p == nil:
+		// Not written by this store, nor read by its Load: a stranger's.
+		r.parts[cm.Name] = &part{name: cm.Name, state: deleting}
+	case p.state == creating:
+		// The create's answer judges it.
+		if deleted {
+			p.seenDeleted = true
+		} else if newer(cm.ResourceVersion, p.seenRV) {
+			p.seenRV = cm.ResourceVersion
 		}
-	}
-	if sh == nil || !sh.created || sh.writing {
-		return "", false // not ours yet, or a write's answer will tell
-	}
-	if deleted {
+		return "", false
+	case p.state == deleting || p.state == gone:
+		if deleted {
+			delete(r.parts, cm.Name)
+		}
+		return "", false
+	case deleted:
 		// Whatever its last resourceVersion (a tombstone's is an old one),
 		// a ConfigMap of a live record is gone.
-		sh.lost()
-		return r.dsKey, true
+		delete(r.parts, cm.Name)
+	case !newer(cm.ResourceVersion, p.rv):
+		return "", false // its create's, or an older state
+	default:
+		p.state = deleting // changed by someone else: superseded by the rewrite
 	}
-	if !newer(cm.ResourceVersion, sh.storedRV) {
-		return "", false // an older state than the last answer
-	}
-	sh.storedRV = cm.ResourceVersion
-	if cm.Keys == len(sh.stored) && cm.Digest == digestOf(sh.stored) {
-		return "", false // metadata only: the content is ours
-	}
-	// Other content, known only by its digest: replaced whole at the next
-	// write, every key of ours with it.
-	sh.foreign = true
-	for k := range sh.nodes {
-		sh.dirty[k] = true
-	}
+	r.lose()
 	return r.dsKey, true
 }
 
@@ -782,6 +905,9 @@ func (s *Store) Observe(cm *Cached, deleted bool) (dsKey string, rewrite bool) {
 // etcd revisions, compared as numbers where they are numbers (as client-go's
 // watch cache does); otherwise any difference counts as newer.
 func newer(a, b string) bool {
+	if a == "" {
+		return false
+	}
 	if b == "" {
 		return true
 	}
@@ -793,14 +919,52 @@ func newer(a, b string) bool {
 	return x > y
 }
 
-// Forget stops following the DaemonSet's record (a new target, or the
-// DaemonSet gone).
+// Forget stops following the DaemonSet's record and writing it (a new
+// target, the DaemonSet gone or opted out): a write under way ends, none
+// follows.
 func (s *Store) Forget(r *Record) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.records[r.dsUID] == r {
 		delete(s.records, r.dsUID)
 	}
+	s.mu.Unlock()
+	r.mu.Lock()
+	r.retired = true
+	r.mu.Unlock()
+}
+
+func (r *Record) isRetired() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.retired
+}
+
+// DeleteAll deletes every record ConfigMap of a deleted DaemonSet, once the
+// write under way of its record r (nil when none is followed) ends: those
+// the informer shows, and those r wrote that it may not show yet.
+func (s *Store) DeleteAll(ctx context.Context, dsUID types.UID, r *Record) error {
+	names := s.Of(dsUID)
+	if r != nil {
+		s.Forget(r)
+		r.writing.Lock()
+		r.mu.Lock()
+		for name, p := range r.parts {
+			if p.state != gone {
+				names = append(names, name)
+			}
+		}
+		r.mu.Unlock()
+		r.writing.Unlock()
+	}
+	slices.Sort(names)
+	return s.Delete(ctx, slices.Compact(names))
+}
+
+// Records counts the records the store follows.
+func (s *Store) Records() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.records)
 }
 
 // Of returns the names of every record ConfigMap of a DaemonSet.
@@ -842,19 +1006,5 @@ func (s *Store) Delete(ctx context.Context, names []string) error {
 			errs = append(errs, fmt.Errorf("deleting rollout record %s/%s: %w", s.namespace, name, err))
 		}
 	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
-}
-
-// Names lists the record's ConfigMaps, in order.
-func (r *Record) Names() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	names := make([]string, 0, len(r.shards))
-	for _, sh := range r.shards {
-		names = append(names, sh.name)
-	}
-	return names
+	return errors.Join(errs...)
 }

@@ -4,24 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-
-	"github.com/edgeota/edgeota/internal/kube/kubetest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/internal/kube/kubetest"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -45,8 +47,8 @@ type fixture struct {
 	store   *Store
 	now     time.Time
 	foreign []string
-	bytes   int
-	writes  int
+	// data and stored are the sizes of each write, in order.
+	data, stored []int
 }
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
@@ -58,13 +60,20 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.store = NewStore(kubetest.Wrap(f.client), ns, f.indexer, "test", func(b int) { f.bytes += b; f.writes++ },
-		func(key string) { f.foreign = append(f.foreign, key) }, func() time.Time { return f.now }, klog.Background())
+	f.store = f.newStore()
 	return f
 }
 
+// newStore is another store over the fixture's client: a controller
+// restarted, or a new leader.
+func (f *fixture) newStore() *Store {
+	return NewStore(kubetest.Wrap(f.client), ns, f.indexer, "test",
+		func(data, stored int) { f.data, f.stored = append(f.data, data), append(f.stored, stored) },
+		func(key string) { f.foreign = append(f.foreign, key) }, func() time.Time { return f.now }, klog.Background())
+}
+
 // stored returns the record ConfigMaps as the API holds them, by name.
-func (f *fixture) stored() map[string]*corev1.ConfigMap {
+func (f *fixture) cms() map[string]*corev1.ConfigMap {
 	f.t.Helper()
 	list, err := f.client.CoreV1().ConfigMaps(ns).List(f.ctx, metav1.ListOptions{})
 	if err != nil {
@@ -75,6 +84,16 @@ func (f *fixture) stored() map[string]*corev1.ConfigMap {
 		out[list.Items[i].Name] = &list.Items[i]
 	}
 	return out
+}
+
+// read returns what the cluster holds of the test record, as Load reads it.
+func (f *fixture) read() (map[string]decision.Entry, *decision.Meta) {
+	f.t.Helper()
+	list, err := f.client.CoreV1().ConfigMaps(ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return Read(list.Items, dsUID, target)
 }
 
 // load loads the test DaemonSet's record of target.
@@ -96,6 +115,17 @@ func (f *fixture) write(r *Record) time.Duration {
 	return wait
 }
 
+// observeAll hands the store an event of every ConfigMap as listed now, as
+// its informer would.
+func (f *fixture) observeAll(s *Store) (rewrite bool) {
+	for _, cm := range f.cms() {
+		if _, again := s.Observe(Summarize(cm), false); again {
+			rewrite = true
+		}
+	}
+	return rewrite
+}
+
 func entryAt(stage decision.Stage, at time.Time) decision.Entry {
 	m := metav1.NewTime(at)
 	switch stage {
@@ -109,7 +139,34 @@ func entryAt(stage decision.Stage, at time.Time) decision.Entry {
 	return decision.Entry{Stage: stage, Reason: "crash", At: &m}
 }
 
-func name(c string) string { return fmt.Sprintf("edgeota-rollout-%s-2-%s", dsUID, c) }
+// segmentName is the name of the single-part segment from..to.
+func segmentName(from, to uint64) string { return partName(dsUID, target, from, to, 0, 1) }
+
+// keysOf decodes the keys a ConfigMap holds.
+func keysOf(t *testing.T, cm *corev1.ConfigMap) []string {
+	t.Helper()
+	lines, err := decodePart(cm)
+	if err != nil {
+		t.Fatalf("decoding %s: %v", cm.Name, err)
+	}
+	var keys []string
+	for _, l := range lines {
+		keys = append(keys, l.key)
+	}
+	return keys
+}
+
+// wantExact fails unless the cluster holds exactly the ledger.
+func (f *fixture) wantExact(r *Record) {
+	f.t.Helper()
+	entries, meta := f.read()
+	if diff := cmp.Diff(r.Ledger.Entries(), entries); diff != "" {
+		f.t.Errorf("read back differs from the ledger (-ledger +read):\n%s", diff)
+	}
+	if want := r.Ledger.Meta(); meta == nil || !meta.TargetSince.Equal(&want.TargetSince) || meta.LostFailures != want.LostFailures {
+		f.t.Errorf("read back meta %+v, want %+v", meta, want)
+	}
+}
 
 // TestNewRecordWritesItsMetaFirst: a record the cluster does not hold is
 // adopted as new, its meta (when the target was first seen) written before
@@ -124,9 +181,9 @@ func TestNewRecordWritesItsMetaFirst(t *testing.T) {
 		t.Fatalf("got the meta not urgent, want it written before the controller acts")
 	}
 	f.write(r)
-	cm := f.stored()[name("0")]
-	if cm == nil || cm.Data[metaKey] == "" || cm.Labels[Label] != string(dsUID) {
-		t.Fatalf("got %+v, want the first record ConfigMap with the meta", cm)
+	cm := f.cms()[segmentName(1, 1)]
+	if cm == nil || !maps.Equal(cm.Labels, map[string]string{Label: string(dsUID)}) || !slices.Equal(keysOf(t, cm), []string{metaKey}) {
+		t.Fatalf("got %v, want the record's first segment holding the meta", slices.Collect(maps.Keys(f.cms())))
 	}
 	again, _ := f.load(nil)
 	if again.Adopt || !again.Ledger.Meta().TargetSince.Time.Equal(t0) {
@@ -134,98 +191,91 @@ func TestNewRecordWritesItsMetaFirst(t *testing.T) {
 	}
 }
 
-// TestActiveAndProgressKeptApart: failed and in-flight entries go to the
-// active ConfigMaps, offered and settled ones to the progress ones, whose
-// writes are paced: a second within ProgressInterval waits, and Write says
-// how long.
-func TestActiveAndProgressKeptApart(t *testing.T) {
+// TestInFlightAndFailedGoAtOnceOfferedAndSettledWait: failed and in-flight
+// entries are written at once; offered and settled ones ride along with
+// them, or wait ProgressInterval after the last write, and Write says how
+// long.
+func TestInFlightAndFailedGoAtOnceOfferedAndSettledWait(t *testing.T) {
 	f := newFixture(t)
 	r, _ := f.load(nil)
 	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
-	r.Ledger.Set("b", entryAt(decision.StageInFlight, t0), true)
+	f.write(r)
+	f.now = t0.Add(time.Second)
 	r.Ledger.Set("c", entryAt(decision.StageSettled, t0), false)
 	r.Ledger.Set("d", entryAt(decision.StageOffered, t0), false)
-	f.write(r)
-	cms := f.stored()
-	active, progress := cms[name("0")], cms[name("p0")]
-	if active == nil || progress == nil {
-		t.Fatalf("got %v, want %s and %s", slices.Collect(func(yield func(string) bool) {
-			for n := range cms {
-				yield(n)
-			}
-		}), name("0"), name("p0"))
+	if wait := f.write(r); wait != ProgressInterval-time.Second || r.Durable("c") || r.Durable("d") {
+		t.Fatalf("got wait %s, c and d written %v %v; want them waiting %s", wait, r.Durable("c"), r.Durable("d"), ProgressInterval-time.Second)
 	}
-	if _, ok := active.Data["a"]; !ok || active.Data["b"] == "" || active.Data["c"] != "" || active.Data["d"] != "" {
-		t.Errorf("got active %v, want a and b only (and the meta)", active.Data)
+	r.Ledger.Set("b", entryAt(decision.StageInFlight, t0), false)
+	if wait := f.write(r); wait != 0 || !r.Durable("b") || !r.Durable("c") || !r.Durable("d") {
+		t.Fatalf("an entry in flight: got wait %s, b, c, d written %v %v %v; want all three written at once",
+			wait, r.Durable("b"), r.Durable("c"), r.Durable("d"))
 	}
-	if progress.Data["c"] == "" || progress.Data["d"] == "" || len(progress.Data) != 2 {
-		t.Errorf("got progress %v, want c and d only", progress.Data)
+	if got := keysOf(t, f.cms()[segmentName(2, 2)]); !slices.Equal(got, []string{"b", "c", "d"}) {
+		t.Errorf("got the second write holding %v, want what changed: [b c d]", got)
 	}
-	// A settled node a second later waits for the pacing.
 	r.Ledger.Set("e", entryAt(decision.StageSettled, t0), false)
-	f.now = t0.Add(time.Second)
-	if wait := f.write(r); wait != ProgressInterval-time.Second {
-		t.Errorf("got wait %s, want %s", wait, ProgressInterval-time.Second)
+	f.now = f.now.Add(ProgressInterval - time.Millisecond)
+	if wait := f.write(r); wait != time.Millisecond || r.Durable("e") {
+		t.Errorf("got wait %s and e written %v, want it paced", wait, r.Durable("e"))
 	}
-	if f.stored()[name("p0")].Data["e"] != "" || r.Durable("e") {
-		t.Errorf("got e written within the interval, want it paced")
-	}
-	f.now = t0.Add(ProgressInterval)
-	if wait := f.write(r); wait != 0 || f.stored()[name("p0")].Data["e"] == "" || !r.Durable("e") {
+	f.now = f.now.Add(time.Millisecond)
+	if wait := f.write(r); wait != 0 || !r.Durable("e") {
 		t.Errorf("once due: got wait %s and e written %v, want it written", wait, r.Durable("e"))
+	}
+	f.wantExact(r)
+}
+
+// TestWriteCostsWhatChanged: a record of 2,000 settled nodes costs a write
+// of one changed entry no more than that entry and one ConfigMap's
+// metadata: not the record.
+func TestWriteCostsWhatChanged(t *testing.T) {
+	f := newFixture(t)
+	r, _ := f.load(nil)
+	for i := range 2000 {
+		r.Ledger.Set(fmt.Sprintf("node-%06d", i), entryAt(decision.StageSettled, t0), false)
+	}
+	f.write(r)
+	if data, stored := f.data[len(f.data)-1], f.stored[len(f.stored)-1]; data < 1000 || stored < data+200 {
+		t.Fatalf("got 2,000 entries written in %d bytes of data, %d stored; want at least 1,000, and the object's metadata on top", data, stored)
+	}
+	r.Ledger.Set("node-002000", entryAt(decision.StageInFlight, t0), false)
+	f.write(r)
+	data, stored := f.data[len(f.data)-1], f.stored[len(f.stored)-1]
+	if data > 200 || stored > 1000 {
+		t.Errorf("got a write of one entry costing %d bytes of data, %d stored; want at most 200 and 1,000", data, stored)
+	}
+	if stored <= data {
+		t.Errorf("got %d bytes stored for %d of data, want the metadata counted too", stored, data)
 	}
 }
 
-// TestMoveRemovesTheStaleKeyOnceTheNewPlaceHoldsIt: a node settling moves
-// from the active ConfigMap to the progress one: its in-flight key is
-// removed only once the settled one is written, so that a controller
-// restarted in between finds it; read back, the later stage wins.
-func TestMoveRemovesTheStaleKeyOnceTheNewPlaceHoldsIt(t *testing.T) {
+// TestRestartBetweenFindsTheEarlierStage: a node whose settled entry waits
+// for the pacing is read back in flight by a controller restarted in
+// between, and settled once written: the later segment wins.
+func TestRestartBetweenFindsTheEarlierStage(t *testing.T) {
 	f := newFixture(t)
 	r, _ := f.load(nil)
-	r.Ledger.Set("n", entryAt(decision.StageSettled, t0), false) // the progress ConfigMap exists
 	r.Ledger.Set("m", entryAt(decision.StageInFlight, t0), true)
 	f.write(r)
 	f.now = t0.Add(time.Second)
 	r.Ledger.Set("m", entryAt(decision.StageSettled, f.now), false)
-	f.write(r) // paced: the settled entry waits, and so does the removal
-	if f.stored()[name("0")].Data["m"] == "" {
-		t.Fatalf("got m removed from the active ConfigMap before its settled entry was written")
-	}
-	// Read back now (a restart in between): in flight still.
-	between, _ := f.load(nil)
+	f.write(r) // paced: waits
+	between, _, _ := f.newStore().Load(f.ctx, dsUID, dsKey, target, nil)
 	if e, _ := between.Ledger.Entry("m"); e.Stage != decision.StageInFlight {
 		t.Errorf("read back between: got %+v, want in flight", e)
 	}
 	f.now = t0.Add(ProgressInterval + time.Second)
 	f.write(r)
-	cms := f.stored()
-	if cms[name("p0")].Data["m"] == "" || cms[name("0")].Data["m"] != "" {
-		t.Errorf("got active %v and progress %v, want m moved", cms[name("0")].Data, cms[name("p0")].Data)
+	after, _, _ := f.newStore().Load(f.ctx, dsUID, dsKey, target, nil)
+	if e, _ := after.Ledger.Entry("m"); e.Stage != decision.StageSettled {
+		t.Errorf("read back after: got %+v, want settled", e)
 	}
-	// Both keys present (a move cut short): the later stage wins.
-	both := cms[name("0")].DeepCopy()
-	both.Data["m"] = mustJSON(entryAt(decision.StageInFlight, t0))
-	if _, err := f.client.CoreV1().ConfigMaps(ns).Update(f.ctx, both, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	read, _ := f.load(nil)
-	if e, _ := read.Ledger.Entry("m"); e.Stage != decision.StageSettled {
-		t.Errorf("both read back: got %+v, want settled", e)
-	}
-	if pending, _ := read.Pending(); !pending {
-		t.Errorf("got nothing pending, want the stale key removed at the next write")
-	}
-}
-
-func mustJSON(v any) string {
-	data, _ := json.Marshal(v)
-	return string(data)
 }
 
 // TestRecordFitsTheAPIAtTenThousandFailures: 10,000 failed nodes with
-// 253-character names fit in record ConfigMaps each under the API's 1 MiB,
-// and read back exactly.
+// 253-character names and 400-character reasons are written in parts each
+// under the API's 1 MiB, and read back exactly.
 func TestRecordFitsTheAPIAtTenThousandFailures(t *testing.T) {
 	f := newFixture(t)
 	r, _ := f.load(nil)
@@ -235,20 +285,16 @@ func TestRecordFitsTheAPIAtTenThousandFailures(t *testing.T) {
 		r.Ledger.Set(names[i], decision.Entry{Stage: decision.StageFailed, Reason: strings.Repeat("r", 400)}, true)
 	}
 	f.write(r)
-	cms := f.stored()
+	cms := f.cms()
 	if len(cms) < 6 {
-		t.Errorf("got %d record ConfigMaps, want the record split across several", len(cms))
+		t.Errorf("got %d record ConfigMaps, want the write split into parts", len(cms))
 	}
 	for _, cm := range cms {
-		size := 0
-		for k, v := range cm.Data {
-			size += len(k) + len(v)
-		}
-		if size > 1<<20 {
+		if size := len(cm.BinaryData[entriesKey]); size > 1<<20 {
 			t.Errorf("got %s holding %d bytes, want at most 1 MiB", cm.Name, size)
 		}
 	}
-	read, stale := f.load(nil)
+	read, stale, _ := f.newStore().Load(f.ctx, dsUID, dsKey, target, nil)
 	got, _ := read.Ledger.FailedNodes()
 	if len(stale) != 0 || read.Ledger.Failed() != len(names) || !slices.Equal(got, names) {
 		t.Errorf("read back %d failed nodes (stale %v), want exactly the %d written", read.Ledger.Failed(), stale, len(names))
@@ -256,57 +302,59 @@ func TestRecordFitsTheAPIAtTenThousandFailures(t *testing.T) {
 }
 
 // TestDeletedRecordRewritten: a record ConfigMap deleted behind the
-// controller's back, whether seen in its watch or at its next write, is
-// written again whole from the ledger, and the caller told.
+// controller's back, seen in its watch (or as a relist's tombstone, with an
+// old resourceVersion), has the whole record written anew from the ledger,
+// before the controller acts again, and the caller told.
 func TestDeletedRecordRewritten(t *testing.T) {
-	for _, how := range []string{"watch", "write"} {
+	for _, how := range []string{"watch", "tombstone"} {
 		t.Run(how, func(t *testing.T) {
 			f := newFixture(t)
 			r, _ := f.load(nil)
 			r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
+			r.Ledger.Set("b", entryAt(decision.StageSettled, t0), false)
 			f.write(r)
-			cm := f.stored()[name("0")]
+			r.Ledger.Set("c", entryAt(decision.StageInFlight, t0), false)
+			f.write(r)
+			cm := f.cms()[segmentName(1, 1)]
 			if err := f.client.CoreV1().ConfigMaps(ns).Delete(f.ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if how == "watch" {
-				if key, rewrite := f.store.Observe(Summarize(cm), true); !rewrite || key != dsKey {
-					t.Fatalf("got %q, %v from the deletion, want %q, true", key, rewrite, dsKey)
-				}
-			} else {
-				r.Ledger.Set("b", entryAt(decision.StageInFlight, t0), true)
-				if _, err := f.store.Write(f.ctx, r); err == nil {
-					t.Fatalf("got no error writing into a deleted record, want one")
-				}
-				if !slices.Equal(f.foreign, []string{dsKey}) {
-					t.Errorf("got told %v, want %s", f.foreign, dsKey)
-				}
+			seen := Summarize(cm)
+			if how == "tombstone" {
+				seen.ResourceVersion = "1"
+			}
+			if key, rewrite := f.store.Observe(seen, true); !rewrite || key != dsKey {
+				t.Fatalf("got %q, %v from the deletion, want %q, true", key, rewrite, dsKey)
+			}
+			if _, urgent := r.Pending(); !urgent || r.Durable("c") {
+				t.Errorf("got urgent %v, c durable %v; want the record rewritten before the controller acts", urgent, r.Durable("c"))
 			}
 			f.write(r)
-			again := f.stored()[name("0")]
-			if again == nil || again.Data["a"] == "" || again.Data[metaKey] == "" {
-				t.Errorf("got %v, want the record written again whole", again)
+			f.wantExact(r)
+			if names := slices.Collect(maps.Keys(f.cms())); len(names) != 1 {
+				t.Errorf("got %v, want the rewrite alone, the segments it supersedes deleted", names)
 			}
 		})
 	}
 }
 
-// TestForeignChangeRewritten: an event showing content the controller did
-// not write has the ConfigMap written again; the controller's own writes,
-// coming back on the same watch, change nothing.
+// TestForeignChangeRewritten: an event of a record ConfigMap at a
+// resourceVersion its create did not answer is someone else's change: the
+// record is written anew, the changed ConfigMap goes; the controller's own
+// writes, coming back on the same watch, change nothing.
 func TestForeignChangeRewritten(t *testing.T) {
 	f := newFixture(t)
 	r, _ := f.load(nil)
 	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
 	f.write(r)
-	own := f.stored()[name("0")]
-	if _, rewrite := f.store.Observe(Summarize(own), false); rewrite {
-		t.Errorf("got the controller's own write taken for someone else's")
+	if f.observeAll(f.store) || len(f.foreign) != 0 {
+		t.Fatalf("got the controller's own write taken for someone else's")
 	}
+	own := f.cms()[segmentName(1, 1)]
 	tampered := own.DeepCopy()
-	delete(tampered.Data, "a")
-	tampered.Data["x"] = "{}"
-	tampered.ResourceVersion = "999"
+	forged, _ := encodeParts([]line{{"a", ""}, {"x", mustJSON(entryAt(decision.StageFailed, t0))}})
+	tampered.BinaryData[entriesKey] = forged[0]
+	tampered.ResourceVersion = kubetest.NextResourceVersion()
 	if _, err := f.client.CoreV1().ConfigMaps(ns).Update(f.ctx, tampered, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -314,9 +362,109 @@ func TestForeignChangeRewritten(t *testing.T) {
 		t.Fatalf("got a tampered record not rewritten")
 	}
 	f.write(r)
-	cm := f.stored()[name("0")]
-	if cm.Data["a"] == "" || cm.Data["x"] != "" {
-		t.Errorf("got %v, want a restored and x removed", cm.Data)
+	f.wantExact(r)
+	if _, ok := f.cms()[own.Name]; ok {
+		t.Errorf("got the tampered %s kept, want it deleted", own.Name)
+	}
+	if f.observeAll(f.store) {
+		t.Errorf("got the rewrite taken for someone else's")
+	}
+}
+
+// TestOwnEventBeforeTheAnswer: the informer may show the store's own create
+// before the create's answer comes back. The answer judges the event: its
+// own resourceVersion is the store's write; a newer one, or a deletion, is
+// someone else's.
+func TestOwnEventBeforeTheAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		event   func(cm *corev1.ConfigMap) (*Cached, bool)
+		foreign bool
+	}{
+		{"its own", func(cm *corev1.ConfigMap) (*Cached, bool) { return Summarize(cm), false }, false},
+		{"changed after", func(cm *corev1.ConfigMap) (*Cached, bool) {
+			c := Summarize(cm)
+			c.ResourceVersion = kubetest.NextResourceVersion()
+			return c, false
+		}, true},
+		{"deleted after", func(cm *corev1.ConfigMap) (*Cached, bool) { return Summarize(cm), true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			r, _ := f.load(nil)
+			f.write(r)
+			f.client.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				cm := a.(k8stesting.CreateAction).GetObject().(*corev1.ConfigMap)
+				if _, rewrite := f.store.Observe(tc.event(cm)); rewrite {
+					t.Errorf("got the event judged before the create's answer")
+				}
+				return false, nil, nil
+			})
+			r.Ledger.Set("a", entryAt(decision.StageInFlight, t0), false)
+			f.write(r)
+			if got := len(f.foreign) > 0; got != tc.foreign {
+				t.Fatalf("got told of someone else's change %v, want %v", got, tc.foreign)
+			}
+			if _, urgent := r.Pending(); urgent != tc.foreign {
+				t.Errorf("got a rewrite due %v, want %v", urgent, tc.foreign)
+			}
+		})
+	}
+}
+
+// TestRestartTakesWhatItReadAsItsOwn: a restarted controller takes what its
+// Load read as its own: the informer's events of it, replayed or late, are
+// nothing; a change after the read is someone else's, and so is a
+// ConfigMap named as one of the record's that appears after it.
+func TestRestartTakesWhatItReadAsItsOwn(t *testing.T) {
+	f := newFixture(t)
+	r, _ := f.load(nil)
+	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
+	f.write(r)
+	restarted := f.newStore()
+	if _, _, err := restarted.Load(f.ctx, dsUID, dsKey, target, nil); err != nil {
+		t.Fatal(err)
+	}
+	if restarted.Observe(&Cached{ObjectMeta: metav1.ObjectMeta{Name: segmentName(9, 9), ResourceVersion: "1",
+		Labels: map[string]string{Label: string(dsUID)}}}, false); len(f.foreign) != 0 {
+		t.Errorf("got an event older than the list taken for a stranger's")
+	}
+	if restarted.Observe(Summarize(f.cms()[segmentName(1, 1)]), false); len(f.foreign) != 0 || f.observeAll(restarted) {
+		t.Fatalf("got what the restarted store read taken for someone else's")
+	}
+	changed := Summarize(f.cms()[segmentName(1, 1)])
+	changed.ResourceVersion = kubetest.NextResourceVersion()
+	if _, rewrite := restarted.Observe(changed, false); !rewrite {
+		t.Errorf("got a change after the restart not taken for someone else's")
+	}
+}
+
+// TestStrangerNamedAsASegmentGoes: a ConfigMap named as one of the
+// record's segments that the store never wrote (a forged failure, which a
+// restarted controller would read back) is deleted, and the record written
+// anew.
+func TestStrangerNamedAsASegmentGoes(t *testing.T) {
+	f := newFixture(t)
+	r, _ := f.load(nil)
+	f.write(r)
+	forged, _ := encodeParts([]line{{"x", mustJSON(entryAt(decision.StageFailed, t0))}})
+	stranger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: segmentName(50, 50), ResourceVersion: kubetest.NextResourceVersion(),
+		Labels: map[string]string{Label: string(dsUID)}}, BinaryData: map[string][]byte{entriesKey: forged[0]}}
+	if _, err := f.client.CoreV1().ConfigMaps(ns).Create(f.ctx, stranger, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.indexer.Add(Summarize(stranger)); err != nil {
+		t.Fatal(err)
+	}
+	if _, rewrite := f.store.Observe(Summarize(stranger), false); !rewrite {
+		t.Fatalf("got a stranger named as a segment not taken for someone else's")
+	}
+	f.write(r)
+	if _, ok := f.cms()[stranger.Name]; ok {
+		t.Errorf("got the stranger kept, want it deleted")
+	}
+	if entries, _ := f.read(); len(entries) != 0 {
+		t.Errorf("read back %v, want no forged entry", entries)
 	}
 }
 
@@ -338,6 +486,8 @@ func TestLostFailuresCounted(t *testing.T) {
 	if m := r.Ledger.Meta(); m.LostFailures != 10 {
 		t.Errorf("got %d lost in the meta, want the 10 unnamed", m.LostFailures)
 	}
+	f.write(r)
+	f.wantExact(r)
 	// Another revision's status says nothing of this one.
 	other := *published
 	other.Revision = 3
@@ -346,51 +496,102 @@ func TestLostFailuresCounted(t *testing.T) {
 	}
 }
 
-// TestOtherRevisionsAreStale: records of other revisions are returned to be
-// deleted; an unreadable entry is skipped and removed at the next write.
-func TestOtherRevisionsAreStale(t *testing.T) {
-	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("edgeota-rollout-%s-1-0", dsUID),
-		Labels: map[string]string{Label: string(dsUID), hashLabel: "old111"}}}
-	cur := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name("0"), ResourceVersion: "5",
-		Labels: map[string]string{Label: string(dsUID), hashLabel: "new222"}},
-		Data: map[string]string{"bad": "not json", "good": mustJSON(entryAt(decision.StageFailed, t0)), metaKey: mustJSON(decision.Meta{TargetSince: metav1.NewTime(t0)})}}
-	f := newFixture(t, old, cur)
-	r, stale := f.load(nil)
-	if !slices.Equal(stale, []string{old.Name}) {
-		t.Errorf("got stale %v, want [%s]", stale, old.Name)
-	}
-	if _, ok := r.Ledger.Entry("bad"); ok || r.Ledger.Failed() != 1 {
-		t.Errorf("got the unreadable entry read, or %d failed; want skipped, 1", r.Ledger.Failed())
-	}
-	f.write(r)
-	if cm := f.stored()[name("0")]; cm.Data["bad"] != "" {
-		t.Errorf("got %v, want the unreadable entry removed", cm.Data)
-	}
+// segmentOf is a ConfigMap of the test record holding lines, as the store
+// writes one, named as part i of n of the segment from..to.
+func segmentOf(from, to uint64, i, n int, lines ...line) *corev1.ConfigMap {
+	blobs, _ := encodeParts(lines)
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: partName(dsUID, target, from, to, i, n), ResourceVersion: "5",
+		Labels: map[string]string{Label: string(dsUID)}}, BinaryData: map[string][]byte{entriesKey: blobs[0]}}
 }
 
-// TestCachedHoldsNoData: the informer keeps a record ConfigMap's name,
-// labels and a digest of its data; the same data in any order has the same
-// digest, any change another one; Transform takes its own output.
-func TestCachedHoldsNoData(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name("0"), ResourceVersion: "7",
-		Labels: map[string]string{Label: string(dsUID)}}, Data: map[string]string{"a": "1", "b": "2"}}
-	out, err := Transform(cm)
+// TestWhatIsReadAndWhatIsStale: records of other revisions, a segment
+// lacking a part (a write cut short) and one within a merge's range (a
+// source not deleted yet) are returned to be deleted, and not read; an
+// unreadable entry is skipped and written anew (here: removed) at the next
+// write; no write takes a stale segment's name.
+func TestWhatIsReadAndWhatIsStale(t *testing.T) {
+	meta := line{metaKey, mustJSON(decision.Meta{TargetSince: metav1.NewTime(t0)})}
+	other := segmentOf(1, 1, 0, 1, meta)
+	other.Name = fmt.Sprintf("edgeota-rollout-%s-1-1-1", dsUID)
+	merged := segmentOf(1, 8, 0, 1, meta, line{"good", mustJSON(entryAt(decision.StageSettled, t0))})
+	source := segmentOf(3, 3, 0, 1, line{"good", mustJSON(entryAt(decision.StageInFlight, t0))})
+	later := segmentOf(9, 9, 0, 1, line{"bad", "not json"}, line{"failed", mustJSON(entryAt(decision.StageFailed, t0))})
+	cut := segmentOf(10, 10, 0, 2, line{"good", mustJSON(entryAt(decision.StageFailed, t0))})
+	f := newFixture(t, other, merged, source, later, cut)
+	r, stale := f.load(nil)
+	if want := []string{other.Name, source.Name, cut.Name}; !slices.Equal(stale, slices.Sorted(slices.Values(want))) {
+		t.Errorf("got stale %v, want %v", stale, want)
+	}
+	want := map[string]decision.Stage{"good": decision.StageSettled, "failed": decision.StageFailed}
+	if got := r.Ledger.Entries(); len(got) != len(want) || got["good"].Stage != want["good"] || got["failed"].Stage != want["failed"] {
+		t.Errorf("got %v, want good settled and failed failed, bad skipped", got)
+	}
+	if pending, _ := r.Pending(); !pending {
+		t.Fatalf("got nothing pending, want the unreadable entry written anew")
+	}
+	f.now = t0.Add(time.Hour)
+	f.write(r)
+	if _, ok := f.cms()[segmentName(11, 11)]; !ok {
+		t.Errorf("got %v, want the write after every name read, stale ones included (11)", slices.Sorted(maps.Keys(f.cms())))
+	}
+	if err := f.store.Delete(f.ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	f.wantExact(r)
+}
+
+// TestOlderLayoutReadAndWrittenAnew: a record an older edgeota wrote (one
+// key per node, failed and in-flight entries apart from offered and
+// settled ones, a node in both after a move cut short) is read, the later
+// stage winning, and written anew in this layout at the first write, the
+// old ConfigMaps deleted.
+func TestOlderLayoutReadAndWrittenAnew(t *testing.T) {
+	legacy := func(suffix string, data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("edgeota-rollout-%s-2-%s", dsUID, suffix), ResourceVersion: "3",
+			Labels: map[string]string{Label: string(dsUID), hashLabel: target.Hash, "edgeota.io/revision-number": "2"}}, Data: data}
+	}
+	active := legacy("0", map[string]string{metaKey: mustJSON(decision.Meta{TargetSince: metav1.NewTime(t0)}),
+		"a": mustJSON(entryAt(decision.StageFailed, t0)), "m": mustJSON(entryAt(decision.StageInFlight, t0))})
+	progress := legacy("p0", map[string]string{"m": mustJSON(entryAt(decision.StageSettled, t0)), "o": mustJSON(entryAt(decision.StageOffered, t0))})
+	f := newFixture(t, active, progress)
+	r, stale := f.load(nil)
+	if r.Adopt || len(stale) != 0 {
+		t.Fatalf("got adopt %v, stale %v; want the older record read", r.Adopt, stale)
+	}
+	stages := map[string]decision.Stage{}
+	for node, e := range r.Ledger.Entries() {
+		stages[node] = e.Stage
+	}
+	if want := map[string]decision.Stage{"a": decision.StageFailed, "m": decision.StageSettled, "o": decision.StageOffered}; !maps.Equal(stages, want) {
+		t.Errorf("got %v, want %v", stages, want)
+	}
+	if pending, _ := r.Pending(); !pending {
+		t.Fatalf("got nothing pending, want the record written anew")
+	}
+	f.write(r)
+	for name := range f.cms() {
+		if name == active.Name || name == progress.Name {
+			t.Errorf("got %s kept, want the older layout deleted once written anew", name)
+		}
+	}
+	f.wantExact(r)
+}
+
+// TestCachedHoldsMetadataOnly: the informer keeps a record ConfigMap's
+// name, resourceVersion and labels, not its managedFields or annotations;
+// Transform takes its own output.
+func TestCachedHoldsMetadataOnly(t *testing.T) {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: segmentName(1, 1), UID: "u", ResourceVersion: "7",
+		Labels: map[string]string{Label: string(dsUID)}, Annotations: map[string]string{"a": "b"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "test", FieldsV1: metav1.NewFieldsV1(`{"f:binaryData":{}}`)}}}}
+	out, err := Transform(m)
 	c, ok := out.(*Cached)
-	if err != nil || !ok || c.Name != cm.Name || c.ResourceVersion != "7" || c.Labels[Label] != string(dsUID) || c.Keys != 2 {
-		t.Fatalf("got %#v, %v; want the ConfigMap's name, resourceVersion, labels and 2 keys", out, err)
+	want := &Cached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name, UID: "u", ResourceVersion: "7", Labels: m.Labels}}
+	if err != nil || !ok || !cmp.Equal(c, want) {
+		t.Fatalf("got %#v, %v; want %#v", out, err, want)
 	}
 	if again, _ := Transform(c); again != c {
 		t.Errorf("got %#v transforming a Cached, want it unchanged", again)
-	}
-	if want := digestOf(map[string]uint64{"b": hashOf("2"), "a": hashOf("1")}); c.Digest != want {
-		t.Errorf("got digest %x, want %x: the digest of the hashes a shard keeps", c.Digest, want)
-	}
-	for _, data := range []map[string]string{{"a": "1", "b": "3"}, {"a": "2", "b": "1"}, {"a": "1"}, {"a": "1", "b": "2", "c": ""}} {
-		other := cm.DeepCopy()
-		other.Data = data
-		if d := Summarize(other); d.Digest == c.Digest && d.Keys == c.Keys {
-			t.Errorf("got data %v taken for %v", data, cm.Data)
-		}
 	}
 }
 
@@ -417,62 +618,80 @@ func TestLoadReadsTheAPIServer(t *testing.T) {
 	}
 }
 
-// TestCreateOverAnExistingConfigMapReplacesIt: a ConfigMap the store would
-// create that exists already (created by a write whose answer was lost)
-// is replaced whole: keys someone else put there go.
-func TestCreateOverAnExistingConfigMapReplacesIt(t *testing.T) {
+// TestCreateOverAnExistingConfigMap: a ConfigMap the store would create
+// that exists already is not the store's (it writes each name once): the
+// write fails, the stranger goes, and the record is written anew.
+func TestCreateOverAnExistingConfigMap(t *testing.T) {
 	f := newFixture(t)
 	r, _ := f.load(nil)
-	if _, err := f.client.CoreV1().ConfigMaps(ns).Create(f.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name("0")},
-		Data: map[string]string{"x": "{}"}}, metav1.CreateOptions{}); err != nil {
+	forged, _ := encodeParts([]line{{"x", mustJSON(entryAt(decision.StageFailed, t0))}})
+	if _, err := f.client.CoreV1().ConfigMaps(ns).Create(f.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: segmentName(1, 1),
+		Labels: map[string]string{Label: string(dsUID)}}, BinaryData: map[string][]byte{entriesKey: forged[0]}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
-	f.write(r)
-	cm := f.stored()[name("0")]
-	if cm.Data["a"] == "" || cm.Data[metaKey] == "" || cm.Data["x"] != "" {
-		t.Errorf("got %v, want a and the meta only", cm.Data)
+	if _, err := f.store.Write(f.ctx, r); !apierrors.IsAlreadyExists(errorsUnwrapAll(err)) {
+		t.Fatalf("got %v, want the create refused", err)
 	}
-	if _, rewrite := f.store.Observe(Summarize(cm), false); rewrite || len(f.foreign) != 0 {
-		t.Errorf("got the replaced ConfigMap taken for someone else's (told %v)", f.foreign)
+	f.write(r)
+	f.wantExact(r)
+}
+
+// errorsUnwrapAll returns the innermost error of a chain of single wraps.
+func errorsUnwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+				err = j.Unwrap()[0]
+				continue
+			}
+			return err
+		}
+		err = u.Unwrap()
 	}
 }
 
-// TestWholeWritesOneAtATime: writing a ConfigMap whole (a record's first
-// write) waits for any other whole write; writing changes into created
-// ConfigMaps never waits for one.
-func TestWholeWritesOneAtATime(t *testing.T) {
+// TestBigWritesOneAtATime: a big write (every node's entry, as a new
+// record of a settled fleet) waits for any other record's big write;
+// writing a few changes never waits for one.
+func TestBigWritesOneAtATime(t *testing.T) {
 	f := newFixture(t)
-	created, _ := f.load(nil)
-	f.write(created)
-	created.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
+	small, _ := f.load(nil)
+	f.write(small)
+	small.Ledger.Set("a", entryAt(decision.StageFailed, t0), true)
 
-	other, _, err := f.store.Load(f.ctx, "other-uid", "default/other", target, nil)
+	big, _, err := f.store.Load(f.ctx, "other-uid", "default/other", target, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.store.wholeWrites.Lock() // another record's whole write under way
+	for i := range bigWrite + 1 {
+		big.Ledger.Set(fmt.Sprintf("node-%d", i), entryAt(decision.StageSettled, t0), false)
+	}
+	f.store.bigWrites.Lock() // another record's big write under way
 	done := make(chan error)
-	go func() { _, err := f.store.Write(f.ctx, other); done <- err }()
-	f.write(created) // changes only: not held up
-	if f.stored()[name("0")].Data["a"] == "" {
-		t.Fatalf("got a not written, want it merged while a whole write is under way")
+	go func() { _, err := f.store.Write(f.ctx, big); done <- err }()
+	f.write(small) // a few changes: not held up
+	if !small.Durable("a") {
+		t.Fatalf("got a not written, want it written while a big write is under way")
 	}
 	select {
 	case err := <-done:
-		t.Fatalf("got the new record written (%v) while another whole write was under way, want it waiting", err)
+		t.Fatalf("got the big write done (%v) while another was under way, want it waiting", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	f.store.wholeWrites.Unlock()
+	f.store.bigWrites.Unlock()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("got the new record's write still waiting after the other ended")
+		t.Fatal("got the big write still waiting after the other ended")
 	}
-	if len(f.stored()) != 2 {
-		t.Errorf("got %d record ConfigMaps, want both records' first", len(f.stored()))
-	}
+}
+
+func mustJSON(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
@@ -52,6 +53,8 @@ type CoreV1 interface {
 	Pods(namespace string) Pods
 	Nodes() Nodes
 	ConfigMaps(namespace string) ConfigMaps
+	// ConfigMapMetadata serves the same ConfigMaps by their metadata alone.
+	ConfigMapMetadata(namespace string) ConfigMapMetadata
 	Events(namespace string) Events
 }
 
@@ -145,12 +148,23 @@ type Nodes interface {
 	ListWatcher[*corev1.NodeList]
 }
 
-// ConfigMaps hold the rollout records.
+// ConfigMaps hold the rollout records: read whole when a rollout is
+// rebuilt, and deleted.
 type ConfigMaps interface {
 	ListWatcher[*corev1.ConfigMapList]
 	Creator[*corev1.ConfigMap]
-	Patcher[*corev1.ConfigMap]
 	Deleter
+}
+
+// ConfigMapMetadata are ConfigMaps seen by their metadata alone, the API
+// server's PartialObjectMetadata: listed and watched, and created with an
+// answer that carries none of their data back. The rollout records are
+// written once each and read whole only when a rollout is rebuilt; their
+// data in every answer and watch event would only cost the controller to
+// receive and decode.
+type ConfigMapMetadata interface {
+	ListWatcher[*metav1.PartialObjectMetadataList]
+	Create(ctx context.Context, cm *corev1.ConfigMap, opts metav1.CreateOptions) (*metav1.PartialObjectMetadata, error)
 }
 
 // Events are recorded (the event sink) and read (why a pre-pull failed).
@@ -247,6 +261,9 @@ func newForConfigAndClient(config *rest.Config, httpClient *http.Client) (*clien
 	}
 	codecs := rest.CodecFactoryForGeneratedClient(scheme, serializer.NewCodecFactory(scheme)).WithoutConversion()
 	cs := &clientset{params: runtime.NewParameterCodec(scheme), rest: map[schema.GroupVersion]rest.Interface{}}
+	if err := cs.addMetadata(config, httpClient); err != nil {
+		return nil, err
+	}
 	for _, g := range groups {
 		c := *config
 		c.GroupVersion = &g.gv
@@ -265,6 +282,10 @@ func newForConfigAndClient(config *rest.Config, httpClient *http.Client) (*clien
 type clientset struct {
 	rest   map[schema.GroupVersion]rest.Interface
 	params runtime.ParameterCodec
+	// metadata lists and watches by metadata alone; metadataCore creates in
+	// the core group with an answer of metadata alone (metadata.go).
+	metadata     metadata.Interface
+	metadataCore rest.Interface
 }
 
 func (c *clientset) CoreV1() CoreV1                     { return coreV1{c} }
@@ -296,6 +317,9 @@ func (g coreV1) Nodes() Nodes {
 }
 func (g coreV1) ConfigMaps(ns string) ConfigMaps {
 	return resource(g.c, corev1.SchemeGroupVersion, "configmaps", ns, newOf[corev1.ConfigMap], newOf[corev1.ConfigMapList])
+}
+func (g coreV1) ConfigMapMetadata(ns string) ConfigMapMetadata {
+	return configMapMetadata{c: g.c, namespace: ns}
 }
 func (g coreV1) Events(ns string) Events {
 	return resource(g.c, corev1.SchemeGroupVersion, "events", ns, newOf[corev1.Event], newOf[corev1.EventList])

@@ -49,6 +49,9 @@ func (g coreV1) Pods(ns string) kube.Pods             { return g.c.Pods(ns) }
 func (g coreV1) Nodes() kube.Nodes                    { return g.c.Nodes() }
 func (g coreV1) ConfigMaps(ns string) kube.ConfigMaps { return g.c.ConfigMaps(ns) }
 func (g coreV1) Events(ns string) kube.Events         { return g.c.Events(ns) }
+func (g coreV1) ConfigMapMetadata(ns string) kube.ConfigMapMetadata {
+	return configMapMetadata{g.c.ConfigMaps(ns)}
+}
 
 type appsV1 struct{ c typedappsv1.AppsV1Interface }
 
