@@ -94,7 +94,14 @@ func TestUnschedulableVersionHalts(t *testing.T) {
 					t.Errorf("got node %s failed because %q, want the scheduler's reason", node, why)
 				}
 			}
-			events := e.eventsOf(rollout.ReasonRolloutHalted)
+			// The event is recorded once the halted status is written, and
+			// sent by the recorder in the background: the status can be
+			// read first.
+			var events []corev1.Event
+			eventually(t, "the "+rollout.ReasonRolloutHalted+" event", func(ctx context.Context) (bool, string, error) {
+				events = e.eventsOf(rollout.ReasonRolloutHalted)
+				return len(events) > 0, fmt.Sprint(len(events), " events"), nil
+			})
 			if len(events) != 1 || !strings.Contains(events[0].Message, "Insufficient cpu") {
 				t.Errorf("got %s events %v, want one naming the scheduler's reason", rollout.ReasonRolloutHalted, events)
 			}

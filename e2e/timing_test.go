@@ -202,6 +202,14 @@ func TestKubectlPluginHeldAndWaiting(t *testing.T) {
 	if _, err := podcondition.Annotate(e.ctx(), e.cluster.Client.CoreV1(), held, podcondition.Annotations{rollout.HoldAnnotation: &value}, "e2e"); err != nil {
 		t.Fatal(err)
 	}
+	// The window opens only once the controller shows the hold: a hold
+	// written in the same instant as the window opens may reach the
+	// controller's cache after the DaemonSet's change, and its pod be
+	// deleted (the deletion's precondition is the pod's UID, as the native
+	// controller's).
+	e.waitRolloutStatus("the hold seen while the window is closed", func(s *rollout.Status) bool {
+		return s.Held != nil && s.Held.Count == 1
+	})
 	e.annotate(rollout.MaintenanceWindowAnnotation, "daily 00:00-24:00")
 	e.waitRolloutStatus("one node held, the others updated", func(s *rollout.Status) bool {
 		return s.Held != nil && s.Held.Count == 1 && s.Updated == nodes-1
