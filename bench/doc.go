@@ -44,6 +44,10 @@
 //     process answering the proof-of-life challenges of every node, each
 //     answer written as its node, by the agent's own code.
 //   - ceiling.go: the node API's ceiling server (this binary, sub-command).
+//   - recordstore.go: the record scenario (issue 46), run only when named:
+//     synthetic rollouts written through record.Store on a throwaway etcd
+//     and kube-apiserver of its own, in a measuring child (this binary,
+//     sub-command).
 //   - cache.go, cacheobjects.go: the cluster-free cache scenario, its
 //     measuring child (this binary, sub-command) and the representative
 //     pods and nodes it decodes as the API server streams them.
