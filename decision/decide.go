@@ -474,9 +474,12 @@ func (r *Rollout) status(d *Decision, failed int, halted bool, heldBack, admitte
 			s.Recreate = &rollout.Recreated{Count: count, Reasons: maps.Clone(r.recreate)}
 		}
 	}
-	what := "nodes"
+	what := "node"
 	if r.cfg.Strategy == rollout.StrategyOTA {
-		what = "upgraded nodes"
+		what = "upgraded node"
+	}
+	if failed != 1 {
+		what += "s"
 	}
 	switch {
 	case halted:

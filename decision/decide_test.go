@@ -132,6 +132,19 @@ func TestReplacementOnASettledNodeStaysSettled(t *testing.T) {
 	}
 }
 
+// TestOneFailureHaltsInTheSingular: the reason of a halt at max-failed 1
+// names one node, not "1 nodes".
+func TestOneFailureHaltsInTheSingular(t *testing.T) {
+	w := newWorld(t, 4, aru, map[string]string{rollout.MaxUnavailableAnnotation: "1", rollout.MaxFailedAnnotation: "1"})
+	w.decide()
+	w.deliverDeletions()
+	crashLoop(w.replace("node-0", false))
+	d := w.decide()
+	if want := "1 node failed (max-failed 1)"; !d.Status.Halted || d.Status.Reason != want {
+		t.Errorf("got halted %v, reason %q; want halted, %q", d.Status.Halted, d.Status.Reason, want)
+	}
+}
+
 // TestFailuresHaltTheRollout: max-failed nodes that fail in flight halt
 // it: nothing more is deleted.
 func TestFailuresHaltTheRollout(t *testing.T) {

@@ -697,3 +697,15 @@ func TestKubeconfig(t *testing.T) {
 		}
 	})
 }
+
+// TestFailureReasonsPrintNoControlCharacters: a failure's reason is what
+// the kubelet reported of a container, a node's to write: the view prints
+// its control characters escaped, never an escape sequence that would
+// redraw the operator's terminal.
+func TestFailureReasonsPrintNoControlCharacters(t *testing.T) {
+	got := failedNodes(rollout.FailedNodes{Count: 1, Nodes: []string{"edge-node-1"},
+		Reasons: map[string]string{"edge-node-1": "CrashLoopBackOff: \x1b[2J\x1b[Hgone\r\n"}})
+	if want := `1 node: edge-node-1 (CrashLoopBackOff: \x1b[2J\x1b[Hgone\r\n)`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
