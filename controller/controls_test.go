@@ -156,7 +156,7 @@ func TestOTABrake(t *testing.T) {
 	for _, pod := range []string{"pod-1", "pod-2"} {
 		entries := patches[pod]
 		if len(entries) != 1 || entries[0]["status"] != "False" || entries[0]["reason"] != podcondition.ReasonRolloutHalted ||
-			!strings.Contains(entries[0]["message"].(string), "1 upgraded nodes failed") {
+			!strings.Contains(entries[0]["message"].(string), "1 upgraded node failed") {
 			t.Errorf("pod %s: got %v, want False %s saying why", pod, entries, podcondition.ReasonRolloutHalted)
 		}
 		if rev, ok := podcondition.Revision(entries[0]["message"].(string)); !ok || rev != newHash {

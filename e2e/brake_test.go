@@ -131,7 +131,7 @@ func TestHaltSurvivesControllerRestart(t *testing.T) {
 	e.kill(first)
 	e.startKillableControllerWith(harness.ControllerOptions{Name: "ota-controller-2", Verbosity: 2})
 	e.expectStaysHalted(halted.Failed.Nodes, 10*time.Second)
-	if got := len(e.eventsOf(rollout.ReasonRolloutHalted)); got != 1 {
+	if got := len(e.waitEventsOf(rollout.ReasonRolloutHalted, 1)); got != 1 {
 		t.Errorf("got %d %s events after the restart, want still 1", got, rollout.ReasonRolloutHalted)
 	}
 }
@@ -181,7 +181,7 @@ func TestPauseHolds(t *testing.T) {
 	})
 	e.annotate(rollout.PausedAnnotation, nil)
 	e.waitAllNodes(newImage)
-	if got := len(e.eventsOf(rollout.ReasonRolloutPaused)); got != 1 {
+	if got := len(e.waitEventsOf(rollout.ReasonRolloutPaused, 1)); got != 1 {
 		t.Errorf("got %d %s events, want 1", got, rollout.ReasonRolloutPaused)
 	}
 }
@@ -283,6 +283,20 @@ func (e *env) eventsOf(reason string) []corev1.Event {
 		e.t.Fatal(err)
 	}
 	return list.Items
+}
+
+// waitEventsOf waits until the DaemonSet has at least n events of reason,
+// and returns them all: the controller's recorder sends an event in the
+// background after the change it tells of, so the change (a status, a pod
+// replaced) can be seen first. The caller checks the exact count.
+func (e *env) waitEventsOf(reason string, n int) []corev1.Event {
+	e.t.Helper()
+	var events []corev1.Event
+	eventually(e.t, fmt.Sprintf("%d %s events", n, reason), func(ctx context.Context) (bool, string, error) {
+		events = e.eventsOf(reason)
+		return len(events) >= n, fmt.Sprintf("%d events", len(events)), nil
+	})
+	return events
 }
 
 // nodesRunning counts the nodes whose live pod of the DaemonSet has the image.

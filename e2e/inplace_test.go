@@ -156,7 +156,7 @@ func TestInPlaceRollingUpdate(t *testing.T) {
 	after := e.livePods()
 	e.expectUpgradedInPlace(before, after, newImage)
 	e.waitUpdatedNumberScheduled(nodes)
-	if n := len(e.eventsOf(rollout.ReasonUpdatedInPlace)); n != nodes {
+	if n := len(e.waitEventsOf(rollout.ReasonUpdatedInPlace, nodes)); n != nodes {
 		t.Errorf("got %d %s events, want %d", n, rollout.ReasonUpdatedInPlace, nodes)
 	}
 	if n := len(e.eventsOf(rollout.ReasonDeletedPod)); n != 0 {

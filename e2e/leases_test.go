@@ -146,7 +146,7 @@ func rollOutOnLeases(t *testing.T, flags ...string) *env {
 	if done.Total != nodes || done.Halted || done.Failed.Count != 0 || done.Skipped != 0 {
 		t.Errorf("got rollout status %+v, want all %d nodes updated, none failed or skipped", done, nodes)
 	}
-	if got := len(e.eventsOf(rollout.ReasonRolloutCompleted)); got == 0 {
+	if got := len(e.waitEventsOf(rollout.ReasonRolloutCompleted, 1)); got == 0 {
 		t.Errorf("no %s event", rollout.ReasonRolloutCompleted)
 	}
 	for _, n := range allNodes(nodes) {

@@ -94,14 +94,7 @@ func TestUnschedulableVersionHalts(t *testing.T) {
 					t.Errorf("got node %s failed because %q, want the scheduler's reason", node, why)
 				}
 			}
-			// The event is recorded once the halted status is written, and
-			// sent by the recorder in the background: the status can be
-			// read first.
-			var events []corev1.Event
-			eventually(t, "the "+rollout.ReasonRolloutHalted+" event", func(ctx context.Context) (bool, string, error) {
-				events = e.eventsOf(rollout.ReasonRolloutHalted)
-				return len(events) > 0, fmt.Sprint(len(events), " events"), nil
-			})
+			events := e.waitEventsOf(rollout.ReasonRolloutHalted, 1)
 			if len(events) != 1 || !strings.Contains(events[0].Message, "Insufficient cpu") {
 				t.Errorf("got %s events %v, want one naming the scheduler's reason", rollout.ReasonRolloutHalted, events)
 			}

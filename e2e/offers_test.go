@@ -95,7 +95,7 @@ func TestForgedOrDeletedOfferKeepsItsDeadline(t *testing.T) {
 				created.Format(time.TimeOnly), due.Format(time.TimeOnly), o.OfferedAt.Format(time.TimeOnly), slack)
 		}
 	}
-	if got := len(e.eventsOf(rollout.ReasonDeletedPod)); got != nodes {
+	if got := len(e.waitEventsOf(rollout.ReasonDeletedPod, nodes)); got != nodes {
 		t.Errorf("got %d deletions by the controller, want %d", got, nodes)
 	}
 }
@@ -155,7 +155,7 @@ func TestUnwrittenOfferIsNoOffer(t *testing.T) {
 	})
 	e.waitUpgraded(pods, node1)
 	e.expectOffers(map[string]string{node2: podcondition.ReasonNotOffered, node3: podcondition.ReasonNotOffered})
-	if got := len(e.eventsOf(rollout.ReasonDeletedPod)); got != 1 {
+	if got := len(e.waitEventsOf(rollout.ReasonDeletedPod, 1)); got != 1 {
 		t.Errorf("got %d deletions by the controller, want 1 (%s's, at its deadline)", got, node1)
 	}
 }

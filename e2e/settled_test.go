@@ -110,7 +110,7 @@ func TestSettledNodePowerCycleIsNoFailure(t *testing.T) {
 	if got := e.eventsOf(rollout.ReasonRolloutHalted); len(got) != 0 {
 		t.Errorf("got %d %s events, want none: %v", len(got), rollout.ReasonRolloutHalted, got)
 	}
-	if got := len(e.eventsOf(rollout.ReasonRolloutCompleted)); got == 0 {
+	if got := len(e.waitEventsOf(rollout.ReasonRolloutCompleted, 1)); got == 0 {
 		t.Errorf("got no %s event", rollout.ReasonRolloutCompleted)
 	}
 }

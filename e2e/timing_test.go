@@ -162,7 +162,7 @@ func TestOTADeadlineCarriedOut(t *testing.T) {
 	if worst.unavailable > budget {
 		t.Errorf("%d nodes without a Ready pod at once, want at most %d: %v", worst.unavailable, budget, worst.nodes)
 	}
-	if got := len(e.eventsOf(rollout.ReasonDeletedPod)); got != nodes {
+	if got := len(e.waitEventsOf(rollout.ReasonDeletedPod, nodes)); got != nodes {
 		t.Errorf("got %d deletions by the controller, want %d", got, nodes)
 	}
 }
