@@ -153,6 +153,10 @@ func (c *Controller) takeOldPods(ctx context.Context, ds *appsv1.DaemonSet, key 
 				if err == nil {
 					c.metrics.podDeleted()
 					c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonDeletedPod, "Deleted pod %s on node %s to upgrade it to revision %s", pod.Name, take.Node, target.Hash)
+					if take.Recreate != "" {
+						c.inPlaceNotPossible(ds, key, target.Hash, fmt.Sprintf("Revision %d (%s): node %s recreated instead of upgraded in place: %s",
+							target.Number, target.Hash, take.Node, take.Recreate), take.Recreate)
+					}
 				}
 				return nil // gone, by us or before us: its node is in flight
 			}

@@ -250,3 +250,49 @@ func TestOwnersRequestPatchedAtOnce(t *testing.T) {
 		t.Errorf("got patches %v, want pod-1 patched as its owner asked", patches)
 	}
 }
+
+// TestRecreatedInsteadOfInPlaceTellsOnce: a revision that changes more
+// than images, every node taken in one wave (so no status ever counts a
+// node waiting to be recreated), still tells why with one InPlaceNotPossible
+// event for the revision, not one per node.
+func TestRecreatedInsteadOfInPlaceTellsOnce(t *testing.T) {
+	objs := inPlaceCluster(t, "AdvancedRollingUpdate", readyNodes(3), withAnnotation(rollout.MaxUnavailableAnnotation, "3"))
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *appsv1.DaemonSet:
+			o.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "edge"}}
+		case *appsv1.ControllerRevision:
+			if o.Labels[revisionHashLabel] == newHash {
+				var tpl struct {
+					Spec struct {
+						Template corev1.PodTemplateSpec `json:"template"`
+					} `json:"spec"`
+				}
+				if err := json.Unmarshal(o.Data.Raw, &tpl); err != nil {
+					t.Fatal(err)
+				}
+				tpl.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "edge"}}
+				o.Data = templateData(t, tpl.Spec.Template)
+			}
+		}
+	}
+	f := newFixture(t, objs...)
+	// A status written a moment ago: the next waits its turn, by when no
+	// node waits to be recreated any more.
+	for _, obj := range objs {
+		if ds, ok := obj.(*appsv1.DaemonSet); ok {
+			f.c.statuses.record(testDSKey, ds.UID, "", f.c.now())
+		}
+	}
+	f.sync()
+	if got := len(f.deletedPods()); got != 3 {
+		t.Fatalf("got %d pods deleted, want the 3 recreated in one wave", got)
+	}
+	events := f.events()
+	if got := countEvents(events, corev1.EventTypeNormal, rollout.ReasonInPlaceNotPossible); got != 1 {
+		t.Errorf("got events %q, want one %s", events, rollout.ReasonInPlaceNotPossible)
+	}
+	if !slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, "its env changed") }) {
+		t.Errorf("got events %q, want the reason, its env changed", events)
+	}
+}

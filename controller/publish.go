@@ -192,7 +192,7 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonFailedStatus, "Writing annotation %s failed: %v", rollout.RolloutStatusAnnotation, err)
 			return err
 		}
-		c.recordTransitions(ds, prev, &status, failures)
+		c.recordTransitions(ds, key, prev, &status, failures)
 		return nil
 	}, false, nil
 }
@@ -201,7 +201,7 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 // prev, the status last written: events say what changed, never what still
 // holds, so a restarted controller (which reads prev from the annotation)
 // does not repeat them.
-func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *rollout.Status, failures func() string) {
+func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, key string, prev, now *rollout.Status, failures func() string) {
 	sameRevision := prev != nil && prev.Revision == now.Revision && prev.Hash == now.Hash
 	complete := now.Complete()
 	if !sameRevision && prev != nil && !complete {
@@ -228,12 +228,22 @@ func (c *Controller) recordTransitions(ds *appsv1.DaemonSet, prev, now *rollout.
 			if sameRevision && prev.Recreate != nil && prev.Recreate.Reasons[why] > 0 {
 				continue
 			}
-			c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonInPlaceNotPossible, "Revision %d (%s): %s recreated instead of upgraded in place: %s",
-				now.Revision, now.Hash, nodesCount(now.Recreate.Reasons[why]), why)
+			c.inPlaceNotPossible(ds, key, now.Hash, fmt.Sprintf("Revision %d (%s): %s recreated instead of upgraded in place: %s",
+				now.Revision, now.Hash, nodesCount(now.Recreate.Reasons[why]), why), why)
 		}
 	}
 	wasComplete := sameRevision && prev.Complete()
 	if complete && !wasComplete && prev != nil {
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonRolloutCompleted, "Revision %d (%s) runs on all %d nodes", now.Revision, now.Hash, now.Total)
+	}
+}
+
+// inPlaceNotPossible records the InPlaceNotPossible event of a reason once
+// per revision (hash), whichever comes first: the rollout status counting
+// nodes that wait to be recreated for it, or the deletion of one (a wave
+// can take every such node before any status is written).
+func (c *Controller) inPlaceNotPossible(ds *appsv1.DaemonSet, key, hash, message, why string) {
+	if c.eventMemo.changed(key, rollout.ReasonInPlaceNotPossible+": "+why, hash) {
+		c.recorder.Event(ds, corev1.EventTypeNormal, rollout.ReasonInPlaceNotPossible, message)
 	}
 }

@@ -66,6 +66,10 @@ type Take struct {
 	Node    string
 	Pod     *Pod
 	InPlace *inplace.Plan
+	// Recreate says why a pod of a DaemonSet that upgrades in place
+	// (edgeota.io/update-method InPlaceIfPossible) is deleted instead;
+	// empty for a patch, or when the DaemonSet recreates anyway.
+	Recreate string
 }
 
 // aheadMark is what the last Decide wrote ahead: unchanged takeable nodes

@@ -475,6 +475,8 @@ func (r *Rollout) take(node string, pod *Pod) Take {
 	t := Take{Node: node, Pod: pod}
 	if plan := r.planFor(pod); plan.InPlace {
 		t.InPlace = &plan
+	} else if r.cfg.InPlace {
+		t.Recreate = plan.Reason
 	}
 	return t
 }
