@@ -240,13 +240,13 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 		case decision.NoticePinned:
 			what := "digests"
 			if len(n.Pin.Digests) > 0 {
-				c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonPinned, "Pinned %s to what canary node %s ran: %s; later nodes get these digests",
-					archName(n.Arch), n.Node, imageList(n.Pin.Digests))
+				c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonPinned, "Pinned revision %s on %s to what canary node %s ran: %s; later nodes get these digests",
+					n.Revision, archName(n.Arch), n.Node, imageList(n.Pin.Digests))
 				what = "other containers"
 			}
 			if len(n.Pin.Unpinnable) > 0 {
-				c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonUnpinnable, "Could not pin %s to what canary node %s ran, no %s pinned: %s; they go on with the template's tags",
-					archName(n.Arch), n.Node, what, imageList(n.Pin.Unpinnable))
+				c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonUnpinnable, "Could not pin revision %s on %s to what canary node %s ran, no %s pinned: %s; they go on with the template's tags",
+					n.Revision, archName(n.Arch), n.Node, what, imageList(n.Pin.Unpinnable))
 			}
 		case decision.NoticeDigestMismatch:
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonDigestMismatch, "Node %s failed as it settled, counted toward %s: %s",

@@ -604,9 +604,12 @@ func (j *judgement) pinnedContainers(pod *Pod, patched bool, entry *Entry) []str
 // pin records, once per architecture, the digests the first node of it to
 // settle on the target runs: the rollout's canary there. A container whose
 // imageID names no registry digest is recorded unpinnable, with why.
+//
+// A DaemonSet's first revision is never pinned: its pods come from its
+// creation, not from a rollout.
 func (j *judgement) pin(name string, node *Node, pod *Pod, patched bool, entry *Entry) {
 	arch := archOf(node)
-	if _, ok := j.meta.Pins[arch]; ok {
+	if _, ok := j.meta.Pins[arch]; ok || j.target.Number <= 1 {
 		return
 	}
 	p := Pin{Canary: name, At: *timeOf(j.now)}
@@ -626,21 +629,23 @@ func (j *judgement) pin(name string, node *Node, pod *Pod, patched bool, entry *
 	}
 	if j.ledger.SetPin(arch, p) {
 		j.meta = j.ledger.Meta()
-		j.notify(Notice{Kind: NoticePinned, Node: name, Pod: pod, Arch: arch, Pin: &p})
+		j.notify(Notice{Kind: NoticePinned, Node: name, Pod: pod, Arch: arch, Pin: &p, Revision: j.target.Hash})
 	}
 }
 
 // pinMismatch says why a node whose new pod settles runs other bytes than
-// its architecture's canary: a container started from a tag (recreated, or
-// patched before the pin existed) whose imageID names another digest than
-// the pin; "" when none does, when its architecture has no pin yet, or for
-// a container whose imageID names no registry digest (nothing to compare).
-// A container patched to repository@digest runs those bytes: a runtime may
-// report them by another digest (an index's for a platform's), which is
-// never taken for a mismatch.
+// its architecture's canary: a container started from a tag since the pin
+// (a pod patched to the tag, whenever, or created after the pin) whose
+// imageID names another digest than the pin; "" when none does, when its
+// architecture has no pin yet, or for a container whose imageID names no
+// registry digest (nothing to compare). A pod created before the pin (the
+// fleet as the controller found it, a canary) is not this rollout's to
+// judge by it. A container patched to repository@digest runs those bytes:
+// a runtime may report them by another digest (an index's for a
+// platform's), which is never taken for a mismatch.
 func (j *judgement) pinMismatch(node *Node, pod *Pod, patched bool, entry *Entry) string {
 	pin, ok := j.meta.Pins[archOf(node)]
-	if !ok {
+	if !ok || !patched && pod.Created.Time().Before(pin.At.Time) {
 		return ""
 	}
 	for _, c := range j.pinnedContainers(pod, patched, entry) {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/rollout"
 )
 
@@ -255,5 +257,41 @@ func TestPinKeepsTheTagForTheSameBytes(t *testing.T) {
 	}
 	if want := map[string]string{"node-1": "registry.test/app@" + digestA, "node-2": newImage}; !maps.Equal(images, want) {
 		t.Errorf("got patches %v, want %v", images, want)
+	}
+}
+
+// TestPinChecksWhatStartedSince: a pod of the target created before the pin
+// (the fleet as the controller found it) is not judged by it, whatever it
+// runs, while one created since is; and a DaemonSet's first revision, its
+// creation, pins nothing.
+func TestPinChecksWhatStartedSince(t *testing.T) {
+	w := newWorld(t, 3, aru, map[string]string{rollout.MaxUnavailableAnnotation: "1", rollout.PinAnnotation: "true"})
+	w.ledger.SetPin("", Pin{Canary: "node-0", At: metav1.NewTime(w.now), Digests: map[string]string{"app": digestA}})
+	w.advance(time.Second)
+	for _, node := range []string{"node-1", "node-2"} {
+		w.replace(node, true)
+		w.runs(node, "registry.test/app@"+digestB)
+		if node == "node-1" {
+			w.changePod(node, newHash, func(q *Pod) { q.Created = unixtime.Of(t0.Add(-time.Minute)) })
+		}
+		w.pods[node] = slices.DeleteFunc(w.pods[node], func(q *Pod) bool { return q.Hash == oldHash })
+		w.heartbeat(node, w.now.Add(2*time.Second))
+	}
+	w.advance(3 * time.Second)
+	w.decide()
+	if s, why := w.r.State("node-1"); s != StateSettled {
+		t.Errorf("got node-1 (created before the pin) %s (%s), want settled", s, why)
+	}
+	if s, why := w.r.State("node-2"); s != StateFailed || !strings.Contains(why, digestB) {
+		t.Errorf("got node-2 (created since the pin) %s (%s), want failed naming %s", s, why, digestB)
+	}
+
+	first := newWorld(t, 2, aru, map[string]string{rollout.MaxUnavailableAnnotation: "1", rollout.PinAnnotation: "true"})
+	first.target.Number = 1
+	first.decide()
+	first.settleRecreated("node-0", "registry.test/app@"+digestA)
+	first.refresh()
+	if pin, ok := first.ledger.Pin(""); ok {
+		t.Errorf("got pin %+v for a first revision, want none", pin)
 	}
 }

@@ -758,6 +758,8 @@ type Notice struct {
 	Waited       bool
 	Arch         string
 	Pin          *Pin
+	// Revision is the target's hash, for NoticePinned.
+	Revision string
 }
 
 // timeCounts counts nodes by a time; candidates of one DaemonSet share few
