@@ -278,7 +278,7 @@ func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Ro
 		if p.Terminating || c.expect.deletes(t.key, p.Node, p.UID) {
 			continue
 		}
-		if task := c.prePullTask(ds, target, r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node)); task != nil {
+		if task := c.prePullTask(ds, target, r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node), r.PinnedImages(p.Node)); task != nil {
 			tasks = append(tasks, task)
 		}
 		for _, job := range c.prePullJobsOf(p.UID) {
@@ -331,7 +331,7 @@ func (c *Controller) pullTasks(ds *appsv1.DaemonSet, key string, r *decision.Rol
 	}
 	var tasks []func(context.Context) error
 	for _, p := range pods {
-		if task := c.prePullTask(ds, r.Target(), r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node)); task != nil {
+		if task := c.prePullTask(ds, r.Target(), r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node), r.PinnedImages(p.Node)); task != nil {
 			tasks = append(tasks, task)
 		}
 		for _, job := range c.prePullJobsOf(p.UID) {
@@ -359,18 +359,20 @@ func pullFailedFor(r *decision.Rollout, node string) bool {
 }
 
 // offerCache encodes each distinct offer of a sync once: offers differ
-// between nodes only by their first offer's time, and by whether the node
-// moves in place.
+// between nodes only by their first offer's time, by whether the node
+// moves in place, and then by its architecture's pin.
 type offerCache map[offerKey]*string
 
 type offerKey struct {
 	at      time.Time
 	inPlace bool
+	// arch: a pin names digests per architecture.
+	arch string
 }
 
 func (oc offerCache) of(r *decision.Rollout, node string, templateImages func() map[string]string) *string {
 	o := r.Offer(node, templateImages)
-	k := offerKey{inPlace: o.InPlace}
+	k := offerKey{inPlace: o.InPlace, arch: r.Arch(node)}
 	if o.OfferedAt != nil {
 		k.at = o.OfferedAt.Time
 	}

@@ -514,3 +514,23 @@ func replaceDaemonSet(objs []runtime.Object, ds *appsv1.DaemonSet) []runtime.Obj
 	}
 	return objs
 }
+
+// TestFirstStatusOfANewTargetNotPaced: within statusWriteInterval of the
+// last write, a status of the same target waits; the first of a new target
+// is written at once (it announces the rollout and what it recreates).
+func TestFirstStatusOfANewTargetNotPaced(t *testing.T) {
+	ds := advancedDaemonSet("1")
+	f := newFixture(t, cluster(ds, readyNodes(1))...)
+	now := time.Now()
+	f.clockAt(now)
+	f.c.statuses.record(testDSKey, ds.UID, "written", now)
+	prev := &rollout.Status{Revision: 2, Hash: newHash, Total: 1}
+	same := rollout.Status{Revision: 2, Hash: newHash, Total: 1, InFlight: 1}
+	if write, upToDate, err := f.c.statusUpdate(t.Context(), ds, testDSKey, "written", prev, same, func() string { return "" }); write != nil || upToDate || err != nil {
+		t.Errorf("the same target within the interval: got a write %v, up to date %v, %v; want it paced", write != nil, upToDate, err)
+	}
+	next := rollout.Status{Revision: 3, Hash: "third", Total: 1}
+	if write, _, err := f.c.statusUpdate(t.Context(), ds, testDSKey, "written", prev, next, func() string { return "" }); write == nil || err != nil {
+		t.Errorf("a new target within the interval: got no write (%v), want it at once", err)
+	}
+}

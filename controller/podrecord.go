@@ -54,6 +54,7 @@ func factsOfPod(pod *corev1.Pod) decision.Pod {
 		Created: unixtime.Of(pod.CreationTimestamp.Time),
 		Health:  health.PodOf(pod, intern),
 	}
+	p.ImageIDs = imageIDsOf(pod)
 	if pod.Labels[rollout.InPlaceLabel] != "true" {
 		// What judges an upgrade in place (the generations, every
 		// container's ID) is kept for the pods that may be upgraded in
@@ -105,6 +106,22 @@ func factsOfPod(pod *corev1.Pod) decision.Pod {
 		p.Rare = &rare
 	}
 	return p
+}
+
+// imageIDsOf reads the imageIDs the pod's containers run (init
+// containers' included), shared with every pod that runs the same.
+func imageIDsOf(pod *corev1.Pod) decision.ImageIDs {
+	n := len(pod.Status.InitContainerStatuses) + len(pod.Status.ContainerStatuses)
+	if n == 0 {
+		return decision.ImageIDs{}
+	}
+	ids := make(map[string]string, n)
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range statuses {
+			ids[statuses[i].Name] = statuses[i].ImageID
+		}
+	}
+	return decision.ShareImageIDs(ids)
 }
 
 // maxAnswer bounds the proof-of-life answers the controller reads: a

@@ -39,7 +39,14 @@ import (
 //   - a PodImageReady naming another revision than the target is removed
 //     (the agent's upgrade gate only sees pulls for the current one), and
 //     Jobs no pull needs any more are deleted.
-func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg *decision.Settings, pod *podRecord, start, failed bool) func(context.Context) error {
+//
+// pinned are the images a new Job names by digest (Rollout.PinnedImages):
+// a pod upgraded in place once its architecture has a pin is patched to
+// them, so that is what its node should hold. A Job created before the pin
+// pulled the tag: its pull stands, and the patch pulls the digest if the
+// tag named other bytes.
+func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg *decision.Settings, pod *podRecord, start, failed bool,
+	pinned map[string]string) func(context.Context) error {
 	target := rev.Hash
 	cond := pod.ImageReady.Get()
 	jobs := c.prePullJobsOf(pod.UID)
@@ -111,7 +118,7 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg
 			errs = append(errs, c.deleteJob(ctx, ds, j))
 		}
 		if act {
-			errs = append(errs, c.servePrePull(ctx, ds, target, pod, job, outcome, why, byController))
+			errs = append(errs, c.servePrePull(ctx, ds, target, pod, job, outcome, why, byController, pinned))
 		}
 		return errors.Join(errs...)
 	}
@@ -120,10 +127,10 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg
 // servePrePull creates the pod's pre-pull Job, or writes the result of the one
 // that finished and deletes it.
 func (c *Controller) servePrePull(ctx context.Context, ds *appsv1.DaemonSet, target string, pod *podRecord,
-	job *jobRecord, outcome pullOutcome, why string, byController bool) error {
+	job *jobRecord, outcome pullOutcome, why string, byController bool, pinned map[string]string) error {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KRef(pod.Namespace, pod.Name), "node", pod.Node)
 	if job == nil {
-		want := prePullJob(ds, pod, target, byController)
+		want := prePullJob(ds, pod, target, byController, pinned)
 		_, err := c.client.BatchV1().Jobs(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.IsAlreadyExists(err) {
 			return nil // created by an earlier sync whose Job the cache does not show yet

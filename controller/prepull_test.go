@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func requestedPod(hash string) *corev1.Pod {
 // prePullFor is the pod's pre-pull Job as the controller creates it, as the
 // cache shows it, with a UID.
 func prePullFor(pod *corev1.Pod, hash string) *batchv1.Job {
-	job := prePullJob(newDaemonSet(), podRecordOf(pod).(*podRecord), hash, false)
+	job := prePullJob(newDaemonSet(), podRecordOf(pod).(*podRecord), hash, false, nil)
 	job.UID = types.UID(job.Name + "-uid")
 	job.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Minute))
 	return job
@@ -312,7 +313,7 @@ func TestPreDownloadNeverWritesAFailure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := newPod("web", "edge-1", oldHash, offeredFor(newHash))
-			job := prePullJob(newDaemonSet(), podRecordOf(pod).(*podRecord), newHash, true)
+			job := prePullJob(newDaemonSet(), podRecordOf(pod).(*podRecord), newHash, true, nil)
 			job.UID, job.CreationTimestamp = types.UID(job.Name+"-uid"), metav1.NewTime(time.Now().Add(-time.Minute))
 			ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, "OTA"), withAnnotation(rollout.PreDownloadAnnotation, "true"))
 			objs := withOffers(append(append([]runtime.Object{ds}, revisions()...), newNode("edge-1", corev1.ConditionTrue), pod, job,
@@ -350,7 +351,7 @@ func TestPreDownloadNextJobAfterTheLastIsDeleted(t *testing.T) {
 		withAnnotation(rollout.PreDownloadParallelismAnnotation, "1"))
 	objs := cluster(ds, readyNodes(2))
 	first := objs[len(objs)-3].(*corev1.Pod) // pod-0 on node-0
-	job := prePullJob(ds, podRecordOf(first).(*podRecord), newHash, true)
+	job := prePullJob(ds, podRecordOf(first).(*podRecord), newHash, true, nil)
 	job.UID, job.CreationTimestamp = types.UID(job.Name+"-uid"), metav1.NewTime(time.Now().Add(-time.Minute))
 	f := newFixture(t, append(objs, job, jobPod(job, exited, exited))...)
 	f.sync()
@@ -377,5 +378,19 @@ func TestPreDownloadNextJobAfterTheLastIsDeleted(t *testing.T) {
 	f.sync()
 	if got := created(); !slices.Equal(got, []string{"node-1"}) {
 		t.Errorf("the first Job gone: got Jobs created on %v, want [node-1]", got)
+	}
+}
+
+// TestPrePullJobPinned: a pull for a pod upgraded in place under a pin names
+// the pinned containers by digest, the others by the template's image.
+func TestPrePullJobPinned(t *testing.T) {
+	pinned := "nginx@sha256:" + strings.Repeat("a", 64)
+	job := prePullJob(newDaemonSet(), podRecordOf(requestedPod(newHash)).(*podRecord), newHash, true, map[string]string{"nginx": pinned})
+	got := map[string]string{}
+	for _, c := range job.Spec.Template.Spec.Containers {
+		got[c.Name] = c.Image
+	}
+	if want := map[string]string{"init": "busybox:1.36", "nginx": pinned}; !maps.Equal(got, want) {
+		t.Errorf("got images %v, want %v", got, want)
 	}
 }

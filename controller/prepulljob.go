@@ -94,15 +94,20 @@ func prePullJobName(pod *podRecord, target string) string {
 // Standards' restricted profile (non-root, no privilege escalation, every
 // capability dropped, the runtime's default seccomp profile, no token, no
 // service links): a namespace that enforces it admits it. byController
-// labels a pre-download the controller started.
-func prePullJob(ds *appsv1.DaemonSet, pod *podRecord, target string, byController bool) *batchv1.Job {
+// labels a pre-download the controller started; pinned names the
+// containers whose image it pulls by digest instead (nil: none).
+func prePullJob(ds *appsv1.DaemonSet, pod *podRecord, target string, byController bool, pinned map[string]string) *batchv1.Job {
 	template := &ds.Spec.Template.Spec
 	var containers []corev1.Container
 	for _, list := range [][]corev1.Container{template.InitContainers, template.Containers} {
 		for _, ctr := range list {
+			image := ctr.Image
+			if p, ok := pinned[ctr.Name]; ok {
+				image = p
+			}
 			containers = append(containers, corev1.Container{
 				Name:            ctr.Name,
-				Image:           ctr.Image,
+				Image:           image,
 				ImagePullPolicy: ctr.ImagePullPolicy,
 				// Whether this runs does not matter: a started container
 				// proves the image was pulled.

@@ -162,7 +162,8 @@ func failuresGrew(prev *rollout.Status, target decision.Target, failed int) bool
 }
 
 // statusUpdate prepares the write of status when it differs from the current
-// one (prev, as value), at most every statusWriteInterval, and exports the
+// one (prev, as value), at most every statusWriteInterval (the first of a
+// new target at once), and exports the
 // figures. upToDate reports that the annotation holds status already; write,
 // when not nil, writes it and records the events of the transitions it makes
 // (failures describes the failed nodes for a halt). Neither means the write
@@ -178,7 +179,12 @@ func (c *Controller) statusUpdate(ctx context.Context, ds *appsv1.DaemonSet, key
 	if value == current {
 		return nil, true, nil
 	}
-	if wait := c.statuses.due(key, c.now()); wait > 0 {
+	// The first status of a new target goes at once: it announces the
+	// rollout (RolloutStarted) and what it recreates instead of patching
+	// in place (InPlaceNotPossible), which a paced write could miss when
+	// its first wave is quick (a canary alone, settling within a second).
+	newTarget := prev == nil || prev.Revision != status.Revision || prev.Hash != status.Hash
+	if wait := c.statuses.due(key, c.now()); wait > 0 && !newTarget {
 		c.queue.AddAfter(key, wait)
 		return nil, false, nil
 	}

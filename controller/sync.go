@@ -237,6 +237,20 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 				n.Node, rollout.MaxFailedAnnotation, n.Why)
 		case decision.NoticeProven:
 			c.metrics.proven(ds, n.Proof, n.Wait, n.Waited)
+		case decision.NoticePinned:
+			what := "digests"
+			if len(n.Pin.Digests) > 0 {
+				c.recorder.Eventf(ds, corev1.EventTypeNormal, rollout.ReasonPinned, "Pinned revision %s on %s to what canary node %s ran: %s; later nodes get these digests",
+					n.Revision, archName(n.Arch), n.Node, imageList(n.Pin.Digests))
+				what = "other containers"
+			}
+			if len(n.Pin.Unpinnable) > 0 {
+				c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonUnpinnable, "Could not pin revision %s on %s to what canary node %s ran, no %s pinned: %s; they go on with the template's tags",
+					n.Revision, archName(n.Arch), n.Node, what, imageList(n.Pin.Unpinnable))
+			}
+		case decision.NoticeDigestMismatch:
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, rollout.ReasonDigestMismatch, "Node %s failed as it settled, counted toward %s: %s",
+				n.Node, rollout.MaxFailedAnnotation, n.Why)
 		case decision.NoticeZoneInvalid:
 			if node := c.nodeByName(n.Node); node != nil {
 				c.nodeEventOnChange(node, rollout.ReasonInvalidTimeZone, n.Err.Error()+"; windowed rollouts pass this node by until it is fixed")
@@ -349,4 +363,12 @@ func (c *Controller) runParallel(ctx context.Context, tasks []func(context.Conte
 		}
 	}
 	return failed
+}
+
+// archName names an architecture's nodes for an event.
+func archName(arch string) string {
+	if arch == "" {
+		return "the nodes without label " + corev1.LabelArchStable
+	}
+	return "the " + arch + " nodes"
 }

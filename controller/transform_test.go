@@ -41,7 +41,7 @@ func TestPodRecordHoldsWhatTheDecisionReads(t *testing.T) {
 	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = &deleted, new(int64(30))
 	pod.Status.Phase, pod.Status.Reason, pod.Status.Message = corev1.PodFailed, "Evicted", "low memory"
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "i", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "not found"}},
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "i", ImageID: "docker.io/library/i@sha256:" + strings.Repeat("0", 64), State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "not found"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: finished}}}}
 	got := podRecordOf(pod).(*podRecord)
 	want := decision.Pod{
@@ -56,10 +56,11 @@ func TestPodRecordHoldsWhatTheDecisionReads(t *testing.T) {
 		NeedUpgrade: decision.Share(decision.Condition{Status: "True", Message: "controllerrevision: " + newHash}),
 		ImageReady:  decision.Share(decision.Condition{Status: "False", Reason: podcondition.ReasonPullImageRequested, Message: "controllerrevision: " + newHash}),
 		Offer:       podchannel.Hash(`{"revision":"x"}`), Challenge: podchannel.Hash("p-uid/abc"), Answer: podchannel.Hash("p-uid/abc"),
+		ImageIDs: decision.ShareImageIDs(map[string]string{"c": "docker.io/library/i@sha256:" + strings.Repeat("0", 64)}),
 		// The template generation is read only without a hash.
 		Rare: &decision.RarePod{HoldUntil: unixtime.Of(hold.Time)},
 	}
-	if diff := cmp.Diff(want, got.Pod, sharedConditions); diff != "" {
+	if diff := cmp.Diff(want, got.Pod, sharedConditions, sharedImageIDs); diff != "" {
 		t.Errorf("got a record differing from what the pod says (-want +got):\n%s", diff)
 	}
 	if again := podRecordOf(got); again != got {
@@ -97,6 +98,15 @@ func TestPodRecordOfARunningPodHoldsNothingRare(t *testing.T) {
 
 // sharedConditions compares shared conditions by their values.
 var sharedConditions = cmp.Transformer("Get", func(s decision.SharedCondition) decision.Condition { return s.Get() })
+
+// sharedImageIDs compares the shared imageIDs by what they hold.
+var sharedImageIDs = cmp.Transformer("ImageIDs", func(i decision.ImageIDs) map[string]string {
+	ids := map[string]string{}
+	for _, name := range i.Names() {
+		ids[name] = i.Get(name)
+	}
+	return ids
+})
 
 func TestTransformKeepsWhatTheControllerReads(t *testing.T) {
 	node := newNode("n", corev1.ConditionTrue)

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeota/edgeota/imageref"
 	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podchannel"
@@ -79,6 +81,7 @@ type aheadMark struct {
 	limit           int
 	taken           int
 	pulled          int
+	pins            int
 }
 
 // Decide decides at now, after Refresh. It records in the ledger the offers
@@ -210,13 +213,15 @@ func (r *Rollout) partitionQuota() int {
 // take its place), so the partition keeps its exact meaning.
 func (r *Rollout) choose(limit int, partitioned, gate bool) choice {
 	ch := choice{heldBack: r.outside + r.zoneInvalid}
+	canaries := r.canaries()
 	quota := -1
 	if partitioned {
 		quota = r.partitionQuota()
 	}
 	if quota < 0 {
 		for _, node := range sortedNames(r.downs) {
-			if n := r.nodes[node]; r.ready(n, gate) {
+			if n := r.nodes[node]; r.ready(n, gate) && canaries.allows(n) {
+				canaries.take(n)
 				ch.replace = append(ch.replace, n)
 			}
 		}
@@ -225,10 +230,15 @@ func (r *Rollout) choose(limit int, partitioned, gate bool) choice {
 			takeable = r.takeablePulled // the gate passes only these
 		}
 		takeable.Ascend(func(node string) bool {
-			if len(ch.take) >= limit {
+			if len(ch.take) >= limit || canaries.open == 0 {
 				return false
 			}
-			ch.take = append(ch.take, r.nodes[node])
+			if n := r.nodes[node]; canaries.allows(n) {
+				// Its architecture's pin exists, or its canaries are
+				// not all in flight yet.
+				canaries.take(n)
+				ch.take = append(ch.take, n)
+			}
 			return true
 		})
 		if gate {
@@ -250,11 +260,16 @@ func (r *Rollout) choose(limit int, partitioned, gate bool) choice {
 			if n.takeable && len(ch.take)+ch.waiting < limit {
 				ch.waiting++
 			}
+		case !canaries.allows(n):
+			// Its architecture's canaries are in flight, its pin not
+			// written yet: it waits for it, in its turn.
 		case n.down:
 			// Down anyway: replaced, in the quota.
+			canaries.take(n)
 			ch.replace = append(ch.replace, n)
 		case n.takeable && len(ch.take) < limit:
 			// Within the quota, in name order.
+			canaries.take(n)
 			ch.take = append(ch.take, n)
 		}
 		return true
@@ -320,7 +335,7 @@ func (r *Rollout) pulls(nodes int) []Take {
 // nodes (most of a rollout's: a new pod's progress, a heartbeat) finds the
 // same nodes with their entries as the last left them, and skips the scan.
 func (r *Rollout) writeAhead(limit int, partitioned, gate bool, taking int) {
-	mark := aheadMark{takeableChanges: r.takeableChanges, limit: limit, taken: taking, pulled: r.pulled}
+	mark := aheadMark{takeableChanges: r.takeableChanges, limit: limit, taken: taking, pulled: r.pulled, pins: len(r.ledger.Meta().Pins)}
 	if taking == 0 && r.ahead == mark {
 		return
 	}
@@ -478,6 +493,9 @@ func (r *Rollout) status(d *Decision, failed int, halted bool, heldBack, admitte
 			s.Recreate = &rollout.Recreated{Count: count, Reasons: maps.Clone(r.recreate)}
 		}
 	}
+	if r.cfg.Pin {
+		s.Pins = r.pinStatus()
+	}
 	what := "node"
 	if r.cfg.Strategy == rollout.StrategyOTA {
 		what = "upgraded node"
@@ -493,8 +511,51 @@ func (r *Rollout) status(d *Decision, failed int, halted bool, heldBack, admitte
 		s.HeldBack += admitted
 	case len(d.Waiting) > 0:
 		s.Reason = fmt.Sprintf("waiting for %d settled %s whose pod is unavailable", len(d.Waiting), plural(len(d.Waiting), "node", "nodes"))
+	default:
+		canaries := r.canaries()
+		if archs := canaries.waiting(); len(archs) > 0 {
+			s.Reason = fmt.Sprintf("waiting for the canaries of %s to settle: their digests are pinned first (%s)", archNames(archs), rollout.PinAnnotation)
+		}
 	}
 	return s
+}
+
+// pinStatus is the record's pins as the status shows them: each
+// architecture's canary, and its containers by repository@digest (the
+// target's repository), or why they could not be pinned.
+func (r *Rollout) pinStatus() map[string]rollout.Pin {
+	pins := r.ledger.Meta().Pins
+	if len(pins) == 0 {
+		return nil
+	}
+	out := make(map[string]rollout.Pin, len(pins))
+	for arch, p := range pins {
+		shown := rollout.Pin{Canary: p.Canary, Unpinnable: p.Unpinnable}
+		for c, d := range p.Digests {
+			if shown.Images == nil {
+				shown.Images = make(map[string]string, len(p.Digests))
+			}
+			if image, ok := r.target.Images[c]; ok {
+				d = imageref.Pinned(image, d)
+			}
+			shown.Images[c] = d
+		}
+		out[arch] = shown
+	}
+	return out
+}
+
+// archNames lists architectures for a message; a node without the label
+// is named so.
+func archNames(archs []string) string {
+	names := make([]string, len(archs))
+	for i, a := range archs {
+		names[i] = a
+		if a == "" {
+			names[i] = "nodes without " + corev1.LabelArchStable
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // shownFailures caches the failures as the status shows them: a sync builds
@@ -593,7 +654,8 @@ func (r *Rollout) NeedUpgrade(d *Decision, pod *Pod, durable bool) (want Conditi
 // PodNeedUpgrade condition of an out-of-date pod on the node: the target
 // revision's images (its own, not the DaemonSet's template, which a cache
 // may show a change ahead of its revision; templateImages serves a
-// revision whose data names none) and progress deadline, the first offer
+// revision whose data names none; for a pod moving in place, those its
+// architecture's pin holds by repository@digest) and progress deadline, the first offer
 // and the upgrade deadline that follows, as the controller recorded them,
 // the limit of holds, and whether the pod moves in place (the owner's
 // upgrade is then a request for the controller). A copy for the agent to
@@ -616,7 +678,47 @@ func (r *Rollout) Offer(node string, templateImages func() map[string]string) *p
 	if n, ok := r.nodes[node]; ok && n.oldPod != nil {
 		o.InPlace = r.planFor(n.oldPod).InPlace
 	}
+	if o.InPlace {
+		// What the controller's patch will write: the pinned digests,
+		// once the node's architecture has a pin.
+		o.Images = r.pinned(node, o.Images)
+	}
 	return o
+}
+
+// PinnedImages are the images a pull for the node's old pod names by
+// digest (container → repository@digest): the containers its patch will
+// write so, once its architecture has a pin, for a pod that moves in
+// place; nil otherwise (a recreated pod runs the template's tag, which a
+// pull by digest would not serve).
+func (r *Rollout) PinnedImages(node string) map[string]string {
+	n, ok := r.nodes[node]
+	if !ok || n.oldPod == nil {
+		return nil
+	}
+	plan := r.planFor(n.oldPod)
+	if !plan.InPlace {
+		return nil
+	}
+	var out map[string]string
+	for c, image := range r.pinned(node, plan.Images) {
+		if image != plan.Images[c] {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[c] = image
+		}
+	}
+	return out
+}
+
+// Arch returns the node's architecture (its kubernetes.io/arch label): the
+// offers of nodes of one architecture and method are the same.
+func (r *Rollout) Arch(node string) string {
+	if n, ok := r.nodes[node]; ok {
+		return n.arch
+	}
+	return ""
 }
 
 func sortedNames(set map[string]bool) []string {

@@ -1,6 +1,9 @@
 package decision
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"time"
 	"unique"
 
@@ -112,8 +115,8 @@ func (s SharedCondition) Get() Condition {
 // Pod is what a decision reads of one DaemonSet pod, and what the
 // controller's writes compare against: the controller caches pods as these
 // records and nothing else, thousands of them, so a Pod is laid out for
-// size (232 bytes, against 520 with time.Times and the rare fields inline):
-// times in 8 bytes, the OTA conditions shared, values compared as hashes,
+// size (240 bytes, against 520 with time.Times and the rare fields inline):
+// times in 8 bytes, the OTA conditions and imageIDs shared, values compared as hashes,
 // what few pods have behind Rare, and what an upgrade in place is judged by
 // behind Health.Run (kept for the pods that opted in alone).
 type Pod struct {
@@ -148,10 +151,72 @@ type Pod struct {
 	// proof-of-life challenge, compared with the hash of the challenge this
 	// process issued.
 	Offer, Challenge, Answer uint64
+	// ImageIDs are the imageIDs its containers run, what a pin is read
+	// from and checked against.
+	ImageIDs ImageIDs
 	// Rare holds what few pods have; nil for most.
 	Rare *RarePod
 	// Bound and Terminating: see Node and TerminatingSince.
 	Bound, Terminating bool
+}
+
+// ImageIDs are a pod's containers' imageIDs (containerStatuses[].imageID,
+// init containers' included), by container name, held once for every pod
+// that reports the same (package unique): the pods of one revision and
+// architecture run the same digests, so each pod holds 8 bytes. The zero
+// value holds none.
+type ImageIDs struct {
+	h unique.Handle[string]
+}
+
+// ShareImageIDs returns the shared copy of ids (container name → imageID;
+// empty imageIDs are left out).
+func ShareImageIDs(ids map[string]string) ImageIDs {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(ids)) {
+		if ids[name] == "" {
+			continue
+		}
+		b.WriteString(name)
+		b.WriteByte(0)
+		b.WriteString(ids[name])
+		b.WriteByte(0)
+	}
+	if b.Len() == 0 {
+		return ImageIDs{}
+	}
+	return ImageIDs{unique.Make(b.String())}
+}
+
+// Get returns the imageID of the container; "" when it reports none.
+func (i ImageIDs) Get(container string) string {
+	if i == (ImageIDs{}) {
+		return ""
+	}
+	s := i.h.Value()
+	for s != "" {
+		name, rest, _ := strings.Cut(s, "\x00")
+		id, rest, _ := strings.Cut(rest, "\x00")
+		if name == container {
+			return id
+		}
+		s = rest
+	}
+	return ""
+}
+
+// Names are the containers that report an imageID, in name order.
+func (i ImageIDs) Names() []string {
+	if i == (ImageIDs{}) {
+		return nil
+	}
+	var names []string
+	for s := i.h.Value(); s != ""; {
+		name, rest, _ := strings.Cut(s, "\x00")
+		_, s, _ = strings.Cut(rest, "\x00")
+		names = append(names, name)
+	}
+	return names
 }
 
 // RarePod is what few pods have: a pod from before revision hashes, an

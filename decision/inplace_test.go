@@ -153,8 +153,11 @@ func TestInPlaceRollbackGoesBackInPlace(t *testing.T) {
 // recreates, with the reason in the status; so does a pod whose kubelet
 // reports no observedGeneration, among others that move in place; and every
 // pod while the settings ask for recreation.
+//
+// Pinning is off here: with it the first wave would be the canary alone
+// (TestPinFirstWaveIsTheCanary), which is not what this test is about.
 func TestInPlaceFallsBackToRecreate(t *testing.T) {
-	w := inPlaceWorld(t, 3, aru, map[string]string{rollout.MaxUnavailableAnnotation: "3"})
+	w := inPlaceWorld(t, 3, aru, map[string]string{rollout.MaxUnavailableAnnotation: "3", rollout.PinAnnotation: "false"})
 	env, err := inplace.TemplateOf(&corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", rollout.InPlaceLabel: "true"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: newImage, Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},

@@ -3,6 +3,7 @@ package decision
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/health"
+	"github.com/edgeota/edgeota/imageref"
 	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/podcondition"
@@ -225,6 +227,8 @@ type judgement struct {
 	// as an offer made now (an older edgeota's, or OpenYurt's).
 	adopt bool
 	now   time.Time
+	// notify reports what deserves an event (Rollout.notices).
+	notify func(Notice)
 }
 
 // judge applies the failure brake's rule to one node, and records in the
@@ -318,9 +322,20 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			v = health.Judge(&pod.Health, pod.Created.Time(), j.cfg.MinReadySeconds, deadline, j.now)
 		}
 		settles := v.State == health.Settled && np.oldPod == nil && !np.several
+		if settles && node.Ready && j.cfg.Pin {
+			// Part of settling, never after it: a node that runs other
+			// bytes than its architecture's canary does not settle.
+			if why := j.pinMismatch(node, pod, patched, &entry); why != "" {
+				j.notify(Notice{Kind: NoticeDigestMismatch, Node: name, Pod: pod, Why: why})
+				return fail(why)
+			}
+		}
 		if settles {
 			if proof := proofOf(f, pod.UID, v.SettledAt); proof != "" {
 				j.ledger.Set(name, Entry{Stage: StageSettled, At: timeOf(j.now), OfferedAt: entry.OfferedAt, Proof: proof}, false)
+				if j.cfg.Pin {
+					j.pin(name, node, pod, patched, &entry)
+				}
 				v := j.settled(node, &np)
 				v.rare = &rareVerdict{proven: proof}
 				return v
@@ -566,4 +581,84 @@ func readyStatus(node *Node) string {
 		return "missing"
 	}
 	return node.ReadyStatus
+}
+
+// archOf is the node's architecture, as its kubernetes.io/arch label
+// says: what its pin is kept by ("" for a node without the label).
+func archOf(node *Node) string { return node.Labels[corev1.LabelArchStable] }
+
+// pinnedContainers are the containers a node's pin is read from or checked
+// against: those its patch changed, for a node upgraded in place (the
+// others run what they ran before the rollout); all the target's, for a
+// recreated one.
+func (j *judgement) pinnedContainers(pod *Pod, patched bool, entry *Entry) []string {
+	if patched {
+		return slices.Sorted(maps.Keys(entry.InPlace.Images))
+	}
+	if j.target.Images != nil {
+		return slices.Sorted(maps.Keys(j.target.Images))
+	}
+	return pod.ImageIDs.Names()
+}
+
+// pin records, once per architecture, the digests the first node of it to
+// settle on the target runs: the rollout's canary there. A container whose
+// imageID names no registry digest is recorded unpinnable, with why.
+//
+// A DaemonSet's first revision is never pinned: its pods come from its
+// creation, not from a rollout.
+func (j *judgement) pin(name string, node *Node, pod *Pod, patched bool, entry *Entry) {
+	arch := archOf(node)
+	if _, ok := j.meta.Pins[arch]; ok || j.target.Number <= 1 {
+		return
+	}
+	p := Pin{Canary: name, At: *timeOf(j.now)}
+	for _, c := range j.pinnedContainers(pod, patched, entry) {
+		id, err := imageref.Parse(pod.ImageIDs.Get(c))
+		if err != nil {
+			if p.Unpinnable == nil {
+				p.Unpinnable = map[string]string{}
+			}
+			p.Unpinnable[c] = err.Error()
+			continue
+		}
+		if p.Digests == nil {
+			p.Digests = map[string]string{}
+		}
+		p.Digests[c] = id.Digest
+	}
+	if j.ledger.SetPin(arch, p) {
+		j.meta = j.ledger.Meta()
+		j.notify(Notice{Kind: NoticePinned, Node: name, Pod: pod, Arch: arch, Pin: &p, Revision: j.target.Hash})
+	}
+}
+
+// pinMismatch says why a node whose new pod settles runs other bytes than
+// its architecture's canary: a container started from a tag since the pin
+// (a pod patched to the tag, whenever, or created after the pin) whose
+// imageID names another digest than the pin; "" when none does, when its
+// architecture has no pin yet, or for a container whose imageID names no
+// registry digest (nothing to compare). A pod created before the pin (the
+// fleet as the controller found it, a canary) is not this rollout's to
+// judge by it. A container patched to repository@digest runs those bytes:
+// a runtime may report them by another digest (an index's for a
+// platform's), which is never taken for a mismatch.
+func (j *judgement) pinMismatch(node *Node, pod *Pod, patched bool, entry *Entry) string {
+	pin, ok := j.meta.Pins[archOf(node)]
+	if !ok || !patched && pod.Created.Time().Before(pin.At.Time) {
+		return ""
+	}
+	for _, c := range j.pinnedContainers(pod, patched, entry) {
+		want := pin.Digests[c]
+		if want == "" || patched && imageref.IsPinned(entry.InPlace.Images[c]) {
+			continue
+		}
+		got, err := imageref.Parse(pod.ImageIDs.Get(c))
+		if err != nil || got.Digest == want {
+			continue
+		}
+		return fmt.Sprintf("container %s runs digest %s, not %s, which canary node %s ran: its tag now names other bytes (pushed again?)",
+			c, got.Digest, want, pin.Canary)
+	}
+	return ""
 }

@@ -185,6 +185,38 @@ type Meta struct {
 	// LostFailures counts failures the controller once published (in the
 	// rollout status) that the record no longer holds: counted, unnamed.
 	LostFailures int `json:"lostFailures,omitempty"`
+	// Pins are, with pinning on (Settings.Pin), what each architecture's
+	// canary ran, by its nodes' kubernetes.io/arch label ("" for nodes
+	// without one): written, once, before any decision reads it.
+	Pins map[string]Pin `json:"pins,omitempty"`
+}
+
+// Equal reports whether two metas say the same.
+func (m Meta) Equal(o Meta) bool {
+	return m.TargetSince.Equal(&o.TargetSince) && m.LostFailures == o.LostFailures &&
+		maps.EqualFunc(m.Pins, o.Pins, Pin.Equal)
+}
+
+// Pin is what one architecture's canary ran: the first node of that
+// architecture whose pod of the revision settled and proved alive.
+type Pin struct {
+	// Canary is the node.
+	Canary string `json:"canary"`
+	// At is when it settled.
+	At metav1.Time `json:"at"`
+	// Digests are the digests its containers ran (package imageref), by
+	// container name: the containers its upgrade changed (in place) or all
+	// of them (recreated).
+	Digests map[string]string `json:"digests,omitempty"`
+	// Unpinnable says, by container name, why a container's imageID names
+	// no digest a node could pull (an image imported without one): those
+	// containers go on with the template's tag.
+	Unpinnable map[string]string `json:"unpinnable,omitempty"`
+}
+
+// Equal reports whether two pins say the same.
+func (p Pin) Equal(q Pin) bool {
+	return p.Canary == q.Canary && p.At.Equal(&q.At) && maps.Equal(p.Digests, q.Digests) && maps.Equal(p.Unpinnable, q.Unpinnable)
 }
 
 // Ledger is the rollout record of one DaemonSet's target revision as the
@@ -349,7 +381,7 @@ func (l *Ledger) Forget(node string) {
 // SetMeta records the record's meta.
 func (l *Ledger) SetMeta(m Meta, urgent bool) {
 	l.mu.Lock()
-	if l.meta == m {
+	if l.meta.Equal(m) {
 		l.mu.Unlock()
 		return
 	}
@@ -364,3 +396,33 @@ func (l *Ledger) SetMeta(m Meta, urgent bool) {
 // timeOf is a record time: whole seconds, as the record keeps them, so that
 // a controller that reads them back computes the same deadlines.
 func timeOf(t time.Time) *metav1.Time { return &metav1.Time{Time: t.Truncate(time.Second)} }
+
+// SetPin records the architecture's pin, urgently (it must be written
+// before a patch names its digests), unless the ledger holds one for it
+// already: the first canary's stands for the revision. It reports whether
+// it recorded p.
+func (l *Ledger) SetPin(arch string, p Pin) bool {
+	l.mu.Lock()
+	if _, ok := l.meta.Pins[arch]; ok {
+		l.mu.Unlock()
+		return false
+	}
+	pins := make(map[string]Pin, len(l.meta.Pins)+1)
+	maps.Copy(pins, l.meta.Pins)
+	pins[arch] = p
+	l.meta.Pins = pins // never changed in place: Meta's copies share it
+	changed := l.Changed
+	l.mu.Unlock()
+	if changed != nil {
+		changed("", true)
+	}
+	return true
+}
+
+// Pin returns the architecture's pin.
+func (l *Ledger) Pin(arch string) (Pin, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.meta.Pins[arch]
+	return p, ok
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeota/edgeota/imageref"
 	"github.com/edgeota/edgeota/inplace"
 	"github.com/edgeota/edgeota/internal/unixtime"
 	"github.com/edgeota/edgeota/rollout"
@@ -116,6 +117,10 @@ type Rollout struct {
 	// requested are the OTA nodes whose owner asked for the upgrade in
 	// place offered (verdict.requested).
 	requested map[string]bool
+	// archs counts the nodes by architecture (kubernetes.io/arch), and
+	// inFlightArch those in flight: with pinning on, an architecture
+	// without a pin takes no more than its canaries.
+	archs, inFlightArch map[string]int
 }
 
 // Awaiting is a node waiting for its proof of life: a heartbeat sent after
@@ -130,7 +135,9 @@ type Awaiting struct {
 // nodeInfo is what the Rollout knows of one node. A Rollout holds one per
 // node and DaemonSet: its flags come last, packed together.
 type nodeInfo struct {
-	name    string
+	name string
+	// arch is the node's kubernetes.io/arch label.
+	arch    string
 	verdict verdict
 	// oldPod is the out-of-date pod a decision may replace or offer.
 	oldPod *Pod
@@ -164,7 +171,8 @@ func New(cfg Settings, target Target, ledger *Ledger, adopt bool) *Rollout {
 		olds: btree.NewG(16, less), takeable: btree.NewG(16, less), takeablePulled: btree.NewG(16, less), downs: map[string]bool{},
 		awaiting: map[string]Awaiting{}, proven: map[Proof]int{}, held: timeCounts{}, waiting: timeCounts{}, heldNodes: map[string]bool{},
 		settledDown: map[string]bool{}, offered: timeCounts{}, unoffered: btree.NewG(16, less), toPull: btree.NewG(16, less),
-		plans: map[string]inplace.Plan{}, recreate: map[string]int{}, requested: map[string]bool{}}
+		plans: map[string]inplace.Plan{}, recreate: map[string]int{}, requested: map[string]bool{},
+		archs: map[string]int{}, inFlightArch: map[string]int{}}
 }
 
 // Settings returns the settings the Rollout decides by.
@@ -223,7 +231,8 @@ func (r *Rollout) Refresh(now time.Time, dirty map[string]bool, facts FactsFunc)
 }
 
 func (r *Rollout) judgement(now time.Time) *judgement {
-	return &judgement{cfg: &r.cfg, target: &r.target, ledger: r.ledger, meta: r.ledger.Meta(), adopt: r.adopt, now: now, plan: r.planFor}
+	return &judgement{cfg: &r.cfg, target: &r.target, ledger: r.ledger, meta: r.ledger.Meta(), adopt: r.adopt, now: now, plan: r.planFor,
+		notify: func(n Notice) { r.notices = append(r.notices, n) }}
 }
 
 // rejudge judges one node again and replaces what the Rollout held for it.
@@ -250,7 +259,7 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 	if v.state == StateGone {
 		return
 	}
-	n := &nodeInfo{name: name, verdict: v, oldPod: np.oldPod}
+	n := &nodeInfo{name: name, arch: archOf(&f.Node), verdict: v, oldPod: np.oldPod}
 	entry, _ := r.ledger.Entry(name)
 	if entry.Stage == StageSettled {
 		n.proof = entry.Proof
@@ -296,6 +305,10 @@ func (r *Rollout) rejudge(j *judgement, name string, facts FactsFunc) {
 func (r *Rollout) add(n *nodeInfo) {
 	r.nodes[n.name] = n
 	r.counts[n.verdict.state]++
+	r.archs[n.arch]++
+	if n.verdict.state == StateInFlight {
+		r.inFlightArch[n.arch]++
+	}
 	if n.verdict.updated {
 		r.skippedUpdated++
 	}
@@ -354,6 +367,14 @@ func (r *Rollout) add(n *nodeInfo) {
 func (r *Rollout) remove(n *nodeInfo) {
 	delete(r.nodes, n.name)
 	r.counts[n.verdict.state]--
+	if r.archs[n.arch]--; r.archs[n.arch] == 0 {
+		delete(r.archs, n.arch)
+	}
+	if n.verdict.state == StateInFlight {
+		if r.inFlightArch[n.arch]--; r.inFlightArch[n.arch] == 0 {
+			delete(r.inFlightArch, n.arch)
+		}
+	}
 	if n.verdict.updated {
 		r.skippedUpdated--
 	}
@@ -470,15 +491,117 @@ func (r *Rollout) recreateReason(n *nodeInfo) (why string, ok bool) {
 }
 
 // take is the take of the node's old pod: a patch of its images when it
-// moves in place, a deletion otherwise.
+// moves in place, a deletion otherwise. With pinning on, a patch names
+// each container its architecture's pin holds by repository@digest.
 func (r *Rollout) take(node string, pod *Pod) Take {
 	t := Take{Node: node, Pod: pod}
 	if plan := r.planFor(pod); plan.InPlace {
+		plan.Images = r.pinned(node, plan.Images)
 		t.InPlace = &plan
 	} else if r.cfg.InPlace {
 		t.Recreate = plan.Reason
 	}
 	return t
+}
+
+// pinned is images (container → image) as a patch on the node writes
+// them: with pinning on, each container its architecture's pin holds by
+// the pinned digest in the image's repository (imageref.Pinned); the
+// others, and every one before the pin exists, by the template's tag.
+// images itself is never changed (planFor's plans are shared).
+//
+// A container that runs the pinned digest already (a tag of the same
+// bytes rolled out again over pods the last rollout pinned) keeps the
+// tag: its pod may name repository@digest already, and a patch that
+// changed nothing of its spec would never be taken by its kubelet.
+func (r *Rollout) pinned(node string, images map[string]string) map[string]string {
+	n, ok := r.nodes[node]
+	if !r.cfg.Pin || !ok {
+		return images
+	}
+	pin, ok := r.ledger.Pin(n.arch)
+	if !ok || len(pin.Digests) == 0 {
+		return images
+	}
+	out := make(map[string]string, len(images))
+	for c, image := range images {
+		if d := pin.Digests[c]; d != "" && !r.runs(n, c, d) {
+			image = imageref.Pinned(image, d)
+		}
+		out[c] = image
+	}
+	return out
+}
+
+// runs reports whether the node's old pod's container runs the digest.
+func (r *Rollout) runs(n *nodeInfo, container, digest string) bool {
+	if n.oldPod == nil {
+		return false
+	}
+	id, err := imageref.Parse(n.oldPod.ImageIDs.Get(container))
+	return err == nil && id.Digest == digest
+}
+
+// canaries is, with pinning on, how many more nodes of each architecture
+// without a pin a decision may take: its canaries (Settings.PinCanaries)
+// less those in flight. Architectures with a pin, and every one with
+// pinning off, are not limited.
+type canaries struct {
+	left map[string]int
+	// open counts the architectures that may still take a node: a choice
+	// that finds none stops reading candidates.
+	open int
+}
+
+// canaries is the canary quota of a decision now.
+func (r *Rollout) canaries() canaries {
+	q := canaries{open: len(r.archs)}
+	if !r.cfg.Pin {
+		return q
+	}
+	for arch := range r.archs {
+		if _, ok := r.ledger.Pin(arch); ok {
+			continue
+		}
+		if q.left == nil {
+			q.left = map[string]int{}
+		}
+		left := max(r.cfg.PinCanaries-r.inFlightArch[arch], 0)
+		q.left[arch] = left
+		if left == 0 {
+			q.open--
+		}
+	}
+	return q
+}
+
+// allows reports whether the quota lets a node of n's architecture be
+// taken.
+func (q *canaries) allows(n *nodeInfo) bool {
+	left, limited := q.left[n.arch]
+	return !limited || left > 0
+}
+
+// take counts n taken.
+func (q *canaries) take(n *nodeInfo) {
+	if left, limited := q.left[n.arch]; limited {
+		if q.left[n.arch] = left - 1; left == 1 {
+			q.open--
+		}
+	}
+}
+
+// waiting names the architectures whose canaries are in flight without a
+// pin yet, in name order: no other node of theirs is taken meanwhile.
+func (q *canaries) waiting() []string {
+	var archs []string
+	for arch, left := range q.left {
+		if left == 0 {
+			archs = append(archs, arch)
+		}
+	}
+	slices.Sort(archs)
+	return archs
 }
 
 // Requested returns the OTA nodes whose owner asked for the upgrade in
@@ -614,6 +737,13 @@ const (
 	// at its first sight of the pod settled), measured only when Waited (a
 	// Rollout built afresh did not see the wait begin).
 	NoticeProven
+	// NoticePinned: the first node of an architecture (Arch) settled on
+	// the target and proved alive, and its digests were pinned (Pin; its
+	// Unpinnable containers go on with their tags).
+	NoticePinned
+	// NoticeDigestMismatch: a node's new pod runs another digest than its
+	// architecture's pin, and failed as it settled (Why names both).
+	NoticeDigestMismatch
 )
 
 // Notice is a change a judgement saw that deserves an event.
@@ -628,6 +758,10 @@ type Notice struct {
 	Proof        Proof
 	Wait         time.Duration
 	Waited       bool
+	Arch         string
+	Pin          *Pin
+	// Revision is the target's hash, for NoticePinned.
+	Revision string
 }
 
 // timeCounts counts nodes by a time; candidates of one DaemonSet share few

@@ -70,7 +70,21 @@ type Settings struct {
 	// where only images changed (edgeota.io/update-method
 	// InPlaceIfPossible, package inplace), else it is recreated.
 	InPlace bool
+	// Pin: each architecture's first nodes (its canaries, PinCanaries of
+	// them) upgrade with the template's tags; once the first settled and
+	// proved alive, the digests it runs are pinned (the rollout record's
+	// meta, Meta.Pins): later nodes are patched in place to them, and a
+	// node whose new pod runs another digest fails as it settles
+	// (edgeota.io/pin; on by default with InPlace).
+	Pin bool
+	// PinCanaries is how many nodes of an architecture may be in flight
+	// before its pin exists.
+	PinCanaries int
 }
+
+// DefaultPinCanaries is how many canaries each architecture has unless the
+// DaemonSet says otherwise: one node, the smallest first wave.
+const DefaultPinCanaries = 1
 
 // DefaultPullTimeout is how long a node's pre-download may take unless the
 // DaemonSet says otherwise: half an hour, for hundreds of megabytes over a
@@ -94,7 +108,7 @@ func (e *InvalidError) Error() string {
 // invalid value is an *InvalidError naming the annotation and its value.
 func ParseSettings(strategy rollout.Strategy, annotations map[string]string, minReadySeconds int32) (Settings, error) {
 	s := Settings{Strategy: strategy, MinReadySeconds: minReadySeconds, Deadline: health.DefaultDeadline, MaxHold: DefaultMaxHold, AgentProof: true,
-		PullTimeout: DefaultPullTimeout, TakeOnPullTimeout: true}
+		PullTimeout: DefaultPullTimeout, TakeOnPullTimeout: true, PinCanaries: DefaultPinCanaries}
 	// max-unavailable: absent, "0" and "0%" are 10%.
 	s.maxUnavailable = rollout.Scaled{N: DefaultMaxUnavailablePercent, Percent: true}
 	if v, ok := annotations[rollout.MaxUnavailableAnnotation]; ok && strings.TrimSpace(v) != "" {
@@ -169,6 +183,16 @@ func ParseSettings(strategy rollout.Strategy, annotations map[string]string, min
 			return s, &InvalidError{rollout.UpdateMethodAnnotation, v, fmt.Sprintf("want %q or %q", rollout.MethodInPlaceIfPossible, rollout.MethodRecreate)}
 		}
 		s.InPlace = method == rollout.MethodInPlaceIfPossible
+	}
+	if s.Pin, err = parseBool(annotations, rollout.PinAnnotation, s.InPlace); err != nil {
+		return s, err
+	}
+	if v, ok := annotations[rollout.PinCanariesAnnotation]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n <= 0 {
+			return s, &InvalidError{rollout.PinCanariesAnnotation, v, "want a positive number of nodes"}
+		}
+		s.PinCanaries = n
 	}
 	if v, ok := annotations[rollout.RolloutNodeSelectorAnnotation]; ok {
 		sel, err := labels.Parse(v)

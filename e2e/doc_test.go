@@ -42,6 +42,11 @@
 //     reason for an env change and a rollout restart, a crash-looping
 //     version halted and rolled back in place, a node cut off mid-pull, and
 //     the owner's OTA upgrade carried out in place.
+//   - pin_test.go: upgrades pinned to what the canary ran (edgeota.io/pin):
+//     a tag pushed again after the canary reaches no later node in place,
+//     and halts a recreating rollout at max-failed naming both digests; a
+//     mixed amd64/arm64 fleet pinned per architecture, its first wave the
+//     canaries alone; an unpinnable imageID goes on with its reason shown.
 //   - auto_test.go: `auto` upgrades connected nodes, the others on return.
 //   - rolling_test.go: AdvancedRollingUpdate stays within max-unavailable.
 //   - leases_test.go: on node Leases: a cut-off node stops renewing its

@@ -24,6 +24,7 @@ import (
 
 	edgeotav1 "github.com/edgeota/edgeota/gen/go/edgeota/v1"
 	"github.com/edgeota/edgeota/harness"
+	"github.com/edgeota/edgeota/imageref"
 	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
@@ -93,8 +94,8 @@ func (e *env) expectUpgradedInPlace(before, after map[string]*corev1.Pod, image 
 			e.t.Errorf("node %s: no pod, want %s upgraded in place", node, old.Name)
 		case p.UID != old.UID:
 			e.t.Errorf("node %s: got pod %s (%s), want the same pod %s (%s): upgraded in place, not recreated", node, p.Name, p.UID, old.Name, old.UID)
-		case imageOf(p) != image:
-			e.t.Errorf("node %s: got image %s, want %s", node, imageOf(p), image)
+		case !runsImage(p, image):
+			e.t.Errorf("node %s: got image %s, want %s (or pinned to its digest)", node, imageOf(p), image)
 		case p.Status.ObservedGeneration < p.Generation || p.Generation <= old.Generation:
 			e.t.Errorf("node %s: got generation %d observed %d (before %d), want a new generation, observed", node, p.Generation, p.Status.ObservedGeneration, old.Generation)
 		case len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].ContainerID == old.Status.ContainerStatuses[0].ContainerID:
@@ -105,6 +106,14 @@ func (e *env) expectUpgradedInPlace(before, after map[string]*corev1.Pod, image 
 			e.t.Errorf("node %s: got restart count %d, want %d", node, p.Status.ContainerStatuses[0].RestartCount, old.Status.ContainerStatuses[0].RestartCount+1)
 		}
 	}
+}
+
+// runsImage reports whether the pod's spec names image: its tag as the
+// template writes it (a canary, or pinning off), or, pinned, its
+// repository at the digest the local cluster's registry serves the tag by
+// (edgeota.io/pin, on by default in place).
+func runsImage(p *corev1.Pod, image string) bool {
+	return imageOf(p) == image || imageOf(p) == imageref.Pinned(image, digestOf(localcluster.ImageID(image)))
 }
 
 // waitUpdatedNumberScheduled waits until the native DaemonSet controller
@@ -274,7 +283,7 @@ func TestInPlaceCrashLoopHaltsAndRollsBack(t *testing.T) {
 	e.setImage(oldImage)
 	e.waitRevisionComplete("the rollback rolled out", halted.Hash)
 	for node, p := range e.livePods() {
-		if p.UID != start[node].UID || imageOf(p) != oldImage || !podcondition.IsTrue(&p.Status, corev1.PodReady) {
+		if p.UID != start[node].UID || !runsImage(p, oldImage) || !podcondition.IsTrue(&p.Status, corev1.PodReady) {
 			t.Errorf("node %s: got pod %s (%s) on %s, want the same pod %s back on %s, Ready", node, p.Name, p.UID, imageOf(p), start[node].Name, oldImage)
 		}
 	}

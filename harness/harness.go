@@ -92,6 +92,9 @@ type ClusterOptions struct {
 	Kubeconfig string
 	// Nodes is how many edge nodes it starts with.
 	Nodes int
+	// Arm64Nodes is how many of them, the last ones, are arm64 (see
+	// localcluster.Options).
+	Arm64Nodes int
 	// NodeHeartbeat is how often the nodes report their status; zero means
 	// every 10-15 s (see localcluster.Options).
 	NodeHeartbeat time.Duration
@@ -115,7 +118,7 @@ func (h *Harness) StartCluster(ctx context.Context, opts ClusterOptions) (remove
 		return false, fmt.Errorf("creating the cluster log: %w", err)
 	}
 	clusterOpts := localcluster.Options{
-		Root: h.Root, Name: opts.Name, Kubeconfig: opts.Kubeconfig, Nodes: opts.Nodes,
+		Root: h.Root, Name: opts.Name, Kubeconfig: opts.Kubeconfig, Nodes: opts.Nodes, Arm64Nodes: opts.Arm64Nodes,
 		NodeHeartbeat: opts.NodeHeartbeat, NodeLeases: opts.NodeLeases, ImagePulls: opts.ImagePulls, Log: h.clusterLog,
 	}
 	if h.lock != nil {

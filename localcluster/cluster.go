@@ -48,6 +48,11 @@ type Options struct {
 	Kubeconfig string
 	// Nodes is how many edge nodes to add, named by NodeName(1..Nodes).
 	Nodes int
+	// Arm64Nodes is how many of them, the last ones, are arm64 nodes
+	// (kubernetes.io/arch); the others are amd64. With ImagePulls, a tag
+	// names other bytes on each architecture (RegistryImageID), as a
+	// multi-platform image does.
+	Arm64Nodes int
 	// Log receives kwokctl's and kubectl's output; nil discards it.
 	Log io.Writer
 	// NodeHeartbeat is how often the nodes report their status, their only
@@ -132,7 +137,8 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 	for i := range names {
 		names[i] = NodeName(i + 1)
 	}
-	if err := c.AddNodes(ctx, names...); err != nil {
+	arm := max(len(names)-max(opts.Arm64Nodes, 0), 0)
+	if err := errors.Join(c.AddNodes(ctx, names[:arm]...), c.AddNodesArch(ctx, "arm64", names[arm:]...)); err != nil {
 		return nil, errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
 	}
 	if c.imagePulls != nil {
@@ -327,4 +333,16 @@ func (c *Cluster) KubectlCacheDir() string {
 // certificate, for kubeconfigs that do not use the admin's.
 func (c *Cluster) CAFile() string {
 	return filepath.Join(c.WorkDir(), "pki", "ca.crt")
+}
+
+// Repush models a push of image's tag again, to other bytes: nodes that
+// pull it from now on get a new digest (RegistryImageID), those that hold
+// it keep the bytes they pulled, as a node's runtime does. It needs
+// ImagePulls: the simulator tells KWOK which digest each node holds.
+func (c *Cluster) Repush(image string) error {
+	if c.pulls == nil {
+		return errors.New("localcluster: a push of a tag again needs image pulls modelled (Options.ImagePulls)")
+	}
+	c.pulls.repush(image)
+	return nil
 }

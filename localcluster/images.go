@@ -3,6 +3,7 @@ package localcluster
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 )
 
@@ -31,6 +32,12 @@ var (
 	MissingImages = []string{"edgeota.test/missing:v1", "edgeota.test/missing:v2"}
 )
 
+// ImportedPrefix starts the images the local cluster models as imported
+// onto the nodes without a registry digest (ctr import, kind load): their
+// imageID is the bare config digest "sha256:…", which no registry serves,
+// so nothing can be pinned to it.
+const ImportedPrefix = "edgeota.test/imported"
+
 // RetagSuffix ends a tag that the local cluster models as the same image
 // pushed again under another tag: its imageID (ImageID) is that of the tag
 // without it, as a registry's digest is for the same bytes.
@@ -38,7 +45,8 @@ const RetagSuffix = "-retag"
 
 // ImageID is the imageID the local cluster's stages report for a container
 // running image: "kwok://<repository>@sha256:<the SHA-256 of the image
-// reference, RetagSuffix cut off>", or for an image named by its digest
+// reference, RetagSuffix cut off>", "sha256:<the SHA-256 of the reference>"
+// for an image of ImportedPrefix, or for an image named by its digest
 // ("<repository>@sha256:…") that very digest, "kwok://<image>": a pull by
 // digest runs the bytes it names, and the same digest as the tag it was
 // read from. KWOK reports none; a digest per image lets the tests show what
@@ -48,10 +56,37 @@ func ImageID(image string) string {
 	if strings.Contains(image, "@") {
 		return "kwok://" + image
 	}
+	if strings.HasPrefix(image, ImportedPrefix) {
+		sum := sha256.Sum256([]byte(image))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
 	repository := image
 	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
 		repository = image[:i]
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSuffix(image, RetagSuffix)))
+	return "kwok://" + repository + "@sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ImageIDsAnnotation carries, on a pod the image pull simulator released,
+// the imageID of each of its images on its node (a JSON object, image →
+// imageID): the digest the node's pull resolved the tag to. KWOK's stages
+// report it as the containers' imageID (ImageID's otherwise).
+const ImageIDsAnnotation = "localcluster.edgeota.io/image-ids"
+
+// RegistryImageID is the imageID a node of arch gets when it pulls image
+// after its tag was pushed again pushes times (Cluster.Repush): ImageID's
+// on amd64 before any push (and for an image named by digest, or
+// imported); other bytes, so another digest, on each other architecture
+// and after each push, as a multi-platform tag's per-platform manifests.
+func RegistryImageID(image, arch string, pushes int) string {
+	if (arch == "" || arch == "amd64") && pushes == 0 || strings.Contains(image, "@") || strings.HasPrefix(image, ImportedPrefix) {
+		return ImageID(image)
+	}
+	repository := image
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		repository = image[:i]
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d", strings.TrimSuffix(image, RetagSuffix), arch, pushes)))
 	return "kwok://" + repository + "@sha256:" + hex.EncodeToString(sum[:])
 }

@@ -238,8 +238,12 @@ func (s *pullSimulator) writeInPlaceStatus(ctx context.Context, pod *corev1.Pod,
 // (pod-restart-in-place, pod-start-in-place): PulledAnnotation names the
 // generation whose images its node holds.
 func (s *pullSimulator) releaseGeneration(ctx context.Context, pod *corev1.Pod) error {
+	ids, err := s.imageIDs(pod)
+	if err != nil {
+		return err
+	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		PulledAnnotation: strconv.FormatInt(pod.Generation, 10)}}})
+		PulledAnnotation: strconv.FormatInt(pod.Generation, 10), ImageIDsAnnotation: ids}}})
 	if err != nil {
 		return fmt.Errorf("encoding the release of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -272,15 +276,21 @@ func (s *pullSimulator) nodeChanged(obj any) {
 	}
 }
 
-// slimNode keeps of a node its name and its cut-off label.
+// slimNode keeps of a node its name, its cut-off label and its
+// architecture (the digest its pulls resolve a tag to).
 func slimNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
 	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name, ResourceVersion: node.ResourceVersion}}
-	if v, ok := node.Labels[CutOffLabel]; ok {
-		slim.Labels = map[string]string{CutOffLabel: v}
+	for _, k := range []string{CutOffLabel, corev1.LabelArchStable} {
+		if v, ok := node.Labels[k]; ok {
+			if slim.Labels == nil {
+				slim.Labels = map[string]string{}
+			}
+			slim.Labels[k] = v
+		}
 	}
 	return slim, nil
 }

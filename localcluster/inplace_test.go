@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,26 @@ func TestImageID(t *testing.T) {
 	pinned := "nginx@sha256:0123"
 	if got := ImageID(pinned); got != "kwok://"+pinned {
 		t.Errorf("got %s for %s, want its own digest", got, pinned)
+	}
+}
+
+// TestRegistryImageID: amd64 before any push is ImageID's digest; another
+// architecture, or a push again, another digest; an imported image a bare
+// config digest, whatever the architecture.
+func TestRegistryImageID(t *testing.T) {
+	const image = "registry:5000/app:v2"
+	if got := RegistryImageID(image, "amd64", 0); got != ImageID(image) {
+		t.Errorf("amd64: got %s, want %s", got, ImageID(image))
+	}
+	seen := map[string]bool{ImageID(image): true}
+	for _, id := range []string{RegistryImageID(image, "arm64", 0), RegistryImageID(image, "amd64", 1), RegistryImageID(image, "arm64", 1)} {
+		if seen[id] || !strings.HasPrefix(id, "kwok://registry:5000/app@sha256:") {
+			t.Errorf("got %s: want a new digest of registry:5000/app", id)
+		}
+		seen[id] = true
+	}
+	imported := ImportedPrefix + ":v1"
+	if got := RegistryImageID(imported, "arm64", 2); got != ImageID(imported) || !strings.HasPrefix(got, "sha256:") {
+		t.Errorf("imported: got %s, want a bare config digest", got)
 	}
 }

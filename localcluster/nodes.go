@@ -27,10 +27,19 @@ func NodeName(i int) string {
 	return "edge-node-" + strconv.Itoa(i)
 }
 
-// AddNodes creates simulated edge nodes managed by KWOK and waits until each
-// is Ready. With node Leases they join one by one over a renewal interval
-// (joinLeases).
+// AddNodes creates simulated amd64 edge nodes managed by KWOK and waits
+// until each is Ready. With node Leases they join one by one over a
+// renewal interval (joinLeases).
 func (c *Cluster) AddNodes(ctx context.Context, names ...string) error {
+	return c.AddNodesArch(ctx, "amd64", names...)
+}
+
+// AddNodesArch is AddNodes for nodes of the architecture (their
+// kubernetes.io/arch label): a mixed fleet.
+func (c *Cluster) AddNodesArch(ctx context.Context, arch string, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	for _, name := range names {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -39,7 +48,7 @@ func (c *Cluster) AddNodes(ctx context.Context, names ...string) error {
 				"type":                   "kwok",
 				"kubernetes.io/hostname": name,
 				"kubernetes.io/os":       "linux",
-				"kubernetes.io/arch":     "amd64",
+				"kubernetes.io/arch":     arch,
 			},
 		}}
 		if c.heartbeat.Leases {

@@ -116,6 +116,11 @@ type pullSimulator struct {
 	mu sync.Mutex
 	// pulled are the images each node holds, by node name.
 	pulled map[string]sets.Set[string]
+	// resolved are the imageIDs of the images nodes hold, as the registry
+	// named them when each node pulled them (or first ran them).
+	resolved map[pullKey]string
+	// pushes counts, by image, the pushes of its tag again (repush).
+	pushes map[string]int
 	// pulls are the pulls under way or backing off.
 	pulls map[pullKey]*pull
 	// failures counts the failed attempts of each image on each node over
@@ -136,6 +141,8 @@ func newPullSimulator(client kubernetes.Interface, opts ImagePulls, clk clock.Wi
 		clock:     clk,
 		log:       log,
 		pulled:    map[string]sets.Set[string]{},
+		resolved:  map[pullKey]string{},
+		pushes:    map[string]int{},
 		pulls:     map[pullKey]*pull{},
 		failures:  map[pullKey]int{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -343,6 +350,7 @@ func (s *pullSimulator) stepPull(w work) {
 				s.pulled[key.node] = sets.New[string]()
 			}
 			s.pulled[key.node].Insert(key.image)
+			s.resolved[key] = s.registryID(key)
 			delete(s.pulls, key)
 			s.log.Info("Pulled image", "node", key.node, "image", key.image, "attempt", p.attempt)
 			break
@@ -385,9 +393,14 @@ func (s *pullSimulator) waitingFor(key pullKey) []string {
 	return names
 }
 
-// release lets KWOK's stages start the pod.
+// release lets KWOK's stages start the pod, with the imageIDs its node
+// holds its images by.
 func (s *pullSimulator) release(ctx context.Context, pod *corev1.Pod) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{PulledAnnotation: "true"}}})
+	ids, err := s.imageIDs(pod)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{PulledAnnotation: "true", ImageIDsAnnotation: ids}}})
 	if err != nil {
 		return fmt.Errorf("encoding the release of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -605,4 +618,46 @@ func slimPod(obj any) (any, error) {
 		slim.Status.Conditions = []corev1.PodCondition{*c}
 	}
 	return slim, nil
+}
+
+// registryID is the imageID the registry names the key's image by for the
+// key's node now (RegistryImageID: its architecture, the pushes so far).
+// Called with s.mu held.
+func (s *pullSimulator) registryID(key pullKey) string {
+	arch := ""
+	if obj, ok, _ := s.nodes.GetIndexer().GetByKey(key.node); ok {
+		arch = obj.(*corev1.Node).Labels[corev1.LabelArchStable]
+	}
+	return RegistryImageID(key.image, arch, s.pushes[key.image])
+}
+
+// imageIDs is ImageIDsAnnotation's value for the pod: the imageID of each
+// of its images on its node, resolved now for an image the node held
+// before the simulator knew (preloaded, or run before it started).
+func (s *pullSimulator) imageIDs(pod *corev1.Pod) (string, error) {
+	s.mu.Lock()
+	ids := map[string]string{}
+	for _, image := range podImages(pod) {
+		key := pullKey{pod.Spec.NodeName, image}
+		id, ok := s.resolved[key]
+		if !ok {
+			id = s.registryID(key)
+			s.resolved[key] = id
+		}
+		ids[image] = id
+	}
+	s.mu.Unlock()
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return "", fmt.Errorf("encoding the imageIDs of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return string(b), nil
+}
+
+// repush has the registry name image by other bytes from now on.
+func (s *pullSimulator) repush(image string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pushes[image]++
+	s.log.Info("Pushed the tag again", "image", image, "pushes", s.pushes[image])
 }

@@ -2,7 +2,9 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -455,5 +457,47 @@ func TestDelaysPerImage(t *testing.T) {
 	}
 	if got := p.delay(otherImage); got != time.Second {
 		t.Errorf("%s: got %s, want 1s", otherImage, got)
+	}
+}
+
+// TestImageIDsResolvedAtPull: a released pod carries the imageID its node
+// holds each image by: the registry's digest for the node's architecture
+// when it pulled it; a push of the tag again changes what later pulls get,
+// never what a node holds.
+func TestImageIDsResolvedAtPull(t *testing.T) {
+	node := func(name, arch string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelArchStable: arch}}}
+	}
+	f := startSim(t, ImagePulls{Delay: simDelay, Preloaded: []string{otherImage}}, node("n1", "amd64"), node("n2", "arm64"), node("n3", "amd64"))
+	ids := func(pod *corev1.Pod) map[string]string {
+		var m map[string]string
+		if err := json.Unmarshal([]byte(pod.Annotations[ImageIDsAnnotation]), &m); err != nil {
+			t.Fatalf("pod %s: annotation %s %q: %v", pod.Name, ImageIDsAnnotation, pod.Annotations[ImageIDsAnnotation], err)
+		}
+		return m
+	}
+	f.create(boundPod("first", "n1", newImage, otherImage))
+	f.waitFor("first", "ContainerCreating", showing(reasonContainerCreating))
+	f.clock.Step(simDelay)
+	got := ids(f.waitFor("first", "released", released))
+	if want := map[string]string{newImage: ImageID(newImage), otherImage: ImageID(otherImage)}; !maps.Equal(got, want) {
+		t.Errorf("amd64 before any push: got %v, want %v", got, want)
+	}
+
+	f.sim.repush(newImage)
+	f.create(boundPod("arm", "n2", newImage))
+	f.create(boundPod("later", "n3", newImage))
+	f.waitFor("arm", "ContainerCreating", showing(reasonContainerCreating))
+	f.waitFor("later", "ContainerCreating", showing(reasonContainerCreating))
+	f.clock.Step(simDelay)
+	if got, want := ids(f.waitFor("arm", "released", released))[newImage], RegistryImageID(newImage, "arm64", 1); got != want || got == ImageID(newImage) {
+		t.Errorf("arm64 after a push: got %s, want %s", got, want)
+	}
+	if got, want := ids(f.waitFor("later", "released", released))[newImage], RegistryImageID(newImage, "amd64", 1); got != want || got == ImageID(newImage) {
+		t.Errorf("amd64 pulled after a push: got %s, want %s", got, want)
+	}
+	f.create(boundPod("again", "n1", newImage))
+	if got := ids(f.waitFor("again", "released at once", released))[newImage]; got != ImageID(newImage) {
+		t.Errorf("a node that held the image before the push: got %s, want what it pulled, %s", got, ImageID(newImage))
 	}
 }

@@ -163,7 +163,7 @@ func (f *fixture) wantExact(r *Record) {
 	if diff := cmp.Diff(r.Ledger.Entries(), entries); diff != "" {
 		f.t.Errorf("read back differs from the ledger (-ledger +read):\n%s", diff)
 	}
-	if want := r.Ledger.Meta(); meta == nil || !meta.TargetSince.Equal(&want.TargetSince) || meta.LostFailures != want.LostFailures {
+	if want := r.Ledger.Meta(); meta == nil || !meta.Equal(want) {
 		f.t.Errorf("read back meta %+v, want %+v", meta, want)
 	}
 }
@@ -188,6 +188,28 @@ func TestNewRecordWritesItsMetaFirst(t *testing.T) {
 	again, _ := f.load(nil)
 	if again.Adopt || !again.Ledger.Meta().TargetSince.Time.Equal(t0) {
 		t.Errorf("read back: got adopt %v, target since %s; want a known record first seen at %s", again.Adopt, again.Ledger.Meta().TargetSince, t0)
+	}
+}
+
+// TestPinWrittenAtOnce: a pin is written before the controller acts (a
+// patch names its digest), and read back as it was.
+func TestPinWrittenAtOnce(t *testing.T) {
+	f := newFixture(t)
+	r, _ := f.load(nil)
+	f.write(r)
+	pin := decision.Pin{Canary: "n1", At: metav1.NewTime(t0), Digests: map[string]string{"app": "sha256:" + strings.Repeat("a", 64)},
+		Unpinnable: map[string]string{"sidecar": "no digest"}}
+	if !r.Ledger.SetPin("arm64", pin) || r.Ledger.SetPin("arm64", decision.Pin{Canary: "n2"}) {
+		t.Fatalf("got the first pin refused or a second one taken, want the first alone")
+	}
+	if _, urgent := r.Pending(); !urgent {
+		t.Fatalf("got the pin not urgent, want it written before the controller acts")
+	}
+	f.write(r)
+	f.wantExact(r)
+	again, _ := f.load(nil)
+	if got, ok := again.Ledger.Pin("arm64"); !ok || !got.Equal(pin) {
+		t.Errorf("read back pin %+v (%v), want %+v", got, ok, pin)
 	}
 }
 

@@ -105,6 +105,19 @@ const (
 	// patched in place when only images changed, as OpenKruise's
 	// InPlaceIfPossible does. Both strategies.
 	UpdateMethodAnnotation = "edgeota.io/update-method"
+	// PinAnnotation: "false" has the controller pass the template's tags on
+	// as they are; "true" pins every later node to the digests each
+	// architecture's canary ran: patched in place to
+	// repository@digest, and, recreated, failed when it runs another
+	// digest. The default is "true" with update-method InPlaceIfPossible,
+	// "false" otherwise. Both strategies.
+	PinAnnotation = "edgeota.io/pin"
+	// PinCanariesAnnotation is how many nodes of each architecture
+	// (kubernetes.io/arch) the rollout upgrades with the template's tags
+	// before the first of them settled and its digests are pinned: the
+	// first wave of each architecture is that many nodes at most. 1 by
+	// default.
+	PinCanariesAnnotation = "edgeota.io/pin-canaries"
 
 	// RolloutStatusAnnotation is written by the controller, never by an
 	// operator: its JSON summary of the rollout (a Status), at most once a
@@ -120,7 +133,8 @@ var DaemonSetAnnotations = []string{
 	MaxFailedAnnotation, ProgressDeadlineAnnotation, PausedAnnotation, RolloutNodeSelectorAnnotation,
 	PartitionAnnotation, MaintenanceWindowAnnotation, MaxHoldAnnotation, UpgradeDeadlineAnnotation,
 	PreDownloadAnnotation, PreDownloadParallelismAnnotation, PreDownloadCanaryAnnotation, PreDownloadTimeoutAnnotation,
-	PreDownloadOnTimeoutAnnotation, AgentProofAnnotation, UpdateMethodAnnotation, RolloutStatusAnnotation,
+	PreDownloadOnTimeoutAnnotation, AgentProofAnnotation, UpdateMethodAnnotation, PinAnnotation, PinCanariesAnnotation,
+	RolloutStatusAnnotation,
 }
 
 // Annotations on Nodes.

@@ -63,6 +63,22 @@ const (
 	// gives (more changed than images, no image changed, a kubelet that
 	// reports no observedGeneration, ...); once per reason and revision.
 	ReasonInPlaceNotPossible = "InPlaceNotPossible"
+	// ReasonPinned: the first node of an architecture settled on the
+	// target revision and proved alive (its canary), and the digests it
+	// runs were pinned (edgeota.io/pin): the event names them. Once per
+	// architecture and revision.
+	ReasonPinned = "Pinned"
+	// ReasonUnpinnable (Warning): a canary's container reports an imageID
+	// that names no registry digest (an image imported onto the node, by
+	// ctr import or kind load), so its digest cannot be pinned; the
+	// rollout goes on with the template's tag for it. Once per
+	// architecture and revision.
+	ReasonUnpinnable = "Unpinnable"
+	// ReasonDigestMismatch (Warning): a node's new pod runs another digest
+	// than its architecture's canary ran (its tag was pushed again): the
+	// node failed as it settled, and counts toward max-failed. The event
+	// names both digests.
+	ReasonDigestMismatch = "DigestMismatch"
 	// ReasonFailedCondition: writing OTA conditions failed; it is retried.
 	ReasonFailedCondition = "FailedUpdateCondition"
 	// ReasonPrePullSucceeded: a node pulled the target revision's images.

@@ -75,6 +75,25 @@ type Status struct {
 	// still to upgrade whose pod is recreated instead, with why; absent
 	// when none.
 	Recreate *Recreated `json:"recreate,omitempty"`
+	// Pins are, with pinning on (edgeota.io/pin), what each
+	// architecture's canary ran, by kubernetes.io/arch ("" for nodes
+	// without the label): later nodes are patched to those digests, and
+	// fail when recreated onto others. Absent before the first canary
+	// settled.
+	Pins map[string]Pin `json:"pins,omitempty"`
+}
+
+// Pin is one architecture's pin as the status shows it.
+type Pin struct {
+	// Canary is the node whose run was pinned.
+	Canary string `json:"canary"`
+	// Images are the pinned containers' images, repository@digest, by
+	// container name.
+	Images map[string]string `json:"images,omitempty"`
+	// Unpinnable says, by container name, why a container's digest could
+	// not be pinned (an image with no registry digest): it goes on with
+	// the template's tag.
+	Unpinnable map[string]string `json:"unpinnable,omitempty"`
 }
 
 // Recreated counts the nodes of an in-place rollout whose pod is

@@ -397,6 +397,9 @@ func (c *cli) details(v view, live bool) []detail {
 				line(nil, "recreate", "%s instead of in place: %s", nodes(r.Reasons[why]), why)
 			}
 		}
+		for _, arch := range slices.Sorted(maps.Keys(s.Pins)) {
+			line(nil, "pinned", "%s", pinLine(arch, s.Pins[arch]))
+		}
 	}
 	if v.window != "" && v.stage != stageComplete {
 		line(nil, "window", "%s", v.window)
@@ -527,4 +530,20 @@ func nodes(n int) string {
 		return "1 node"
 	}
 	return fmt.Sprintf("%d nodes", n)
+}
+
+// pinLine renders one architecture's pin: its canary, and each container's
+// pinned image or why it could not be pinned.
+func pinLine(arch string, p rollout.Pin) string {
+	if arch == "" {
+		arch = "nodes without kubernetes.io/arch"
+	}
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(p.Images)) {
+		parts = append(parts, c+"="+p.Images[c])
+	}
+	for _, c := range slices.Sorted(maps.Keys(p.Unpinnable)) {
+		parts = append(parts, c+" not pinned: "+p.Unpinnable[c])
+	}
+	return fmt.Sprintf("%s to what canary %s ran: %s", arch, p.Canary, strings.Join(parts, "; "))
 }
