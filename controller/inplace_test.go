@@ -256,7 +256,9 @@ func TestOwnersRequestPatchedAtOnce(t *testing.T) {
 // node waiting to be recreated), still tells why with one InPlaceNotPossible
 // event for the revision, not one per node.
 func TestRecreatedInsteadOfInPlaceTellsOnce(t *testing.T) {
-	objs := inPlaceCluster(t, "AdvancedRollingUpdate", readyNodes(3), withAnnotation(rollout.MaxUnavailableAnnotation, "3"))
+	// Not pinned: a pinned rollout's first wave is its canary alone.
+	objs := inPlaceCluster(t, "AdvancedRollingUpdate", readyNodes(3), withAnnotation(rollout.MaxUnavailableAnnotation, "3"),
+		withAnnotation(rollout.PinAnnotation, "false"))
 	for _, obj := range objs {
 		switch o := obj.(type) {
 		case *appsv1.DaemonSet:
