@@ -9,10 +9,8 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +24,7 @@ import (
 	"github.com/edgeota/edgeota/decision"
 	"github.com/edgeota/edgeota/internal/exitcode"
 	"github.com/edgeota/edgeota/internal/kube"
+	"github.com/edgeota/edgeota/internal/terminal"
 	"github.com/edgeota/edgeota/rollout"
 	"github.com/edgeota/edgeota/window"
 )
@@ -250,7 +249,7 @@ func optedIn(ds *appsv1.DaemonSet) error {
 func judge(name string, s *rollout.Status) (stage, string) {
 	switch {
 	case s.Halted:
-		reason := printable(s.Reason)
+		reason := terminal.Escape(s.Reason)
 		if reason == "" {
 			reason = fmt.Sprintf("%s failed", nodes(s.Failed.Count))
 		}
@@ -390,7 +389,7 @@ func (c *cli) details(v view, live bool) []detail {
 			}
 		}
 		if live && s.Reason != "" && !s.Halted && !s.Paused {
-			line(nil, "reason", "%s", printable(s.Reason))
+			line(nil, "reason", "%s", terminal.Escape(s.Reason))
 		}
 		if r := s.Recreate; r != nil && r.Count > 0 {
 			for _, why := range slices.Sorted(maps.Keys(r.Reasons)) {
@@ -465,7 +464,7 @@ func failedNodes(f rollout.FailedNodes) string {
 	names := make([]string, 0, len(f.Nodes))
 	for _, n := range f.Nodes {
 		if why := f.Reasons[n]; why != "" {
-			n += " (" + printable(why) + ")"
+			n += " (" + terminal.Escape(why) + ")"
 		}
 		names = append(names, n)
 	}
@@ -480,26 +479,6 @@ func failedNodes(f rollout.FailedNodes) string {
 		s += fmt.Sprintf(" and %d no longer in the rollout record", f.Lost)
 	}
 	return s
-}
-
-// printable escapes the control characters of a text the view prints that
-// a node (or anyone who may write the DaemonSet's annotations) wrote: a
-// failure's reason carries what the kubelet reported of a container, and
-// an escape sequence in it must not redraw the operator's terminal.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r) // '\x1b', '\n', '\u0085'
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // provenBy says what proved the updated nodes alive: how many by their

@@ -8,6 +8,7 @@ package terminal
 import (
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -50,6 +51,25 @@ func Clean(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// Escape writes the control characters in s as Go escapes (\x1b, \n):
+// for a text that is printed once rather than drawn (kubectl edgeota's
+// text view), where the reader may want to know what the node wrote.
+func Escape(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func isControl(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }
