@@ -279,11 +279,13 @@ func TestRecreatedInsteadOfInPlaceTellsOnce(t *testing.T) {
 		}
 	}
 	f := newFixture(t, objs...)
-	// A status written a moment ago: the next waits its turn, by when no
-	// node waits to be recreated any more.
+	// A status of this target written a moment ago, before any reason to
+	// recreate showed: the next waits its turn, by when no node waits to be
+	// recreated any more, so only the deletions can tell why.
+	prev := mustJSON(t, rollout.Status{Revision: 2, Hash: newHash, Total: 3})
 	for _, obj := range objs {
 		if ds, ok := obj.(*appsv1.DaemonSet); ok {
-			f.c.statuses.record(testDSKey, ds.UID, "", f.c.now())
+			f.c.statuses.record(testDSKey, ds.UID, prev, f.c.now())
 		}
 	}
 	f.sync()
