@@ -265,7 +265,7 @@ func (c *Controller) notice(ds *appsv1.DaemonSet, notices []decision.Notice) {
 // offers: now), else in the background, unless the decision deletes pods
 // (deleting): the write that follows the deletions carries it then, so
 // that a node's turn costs one write, not two. The merges the writes make
-// due run in the background.
+// due, and the deletions of what they replace, run in the background.
 func (c *Controller) writeRecord(ctx context.Context, t *tracker, now, deleting bool) error {
 	key, rec := t.key, t.record
 	switch pending, urgent := rec.Pending(); {

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,10 +11,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/internal/kube"
+	"github.com/edgeota/edgeota/internal/kube/kubetest"
 )
 
 // TestMergesKeepARecordSmallAndExact: over random changes (nodes taken,
@@ -177,4 +182,81 @@ func TestMergeCutShortReadsBack(t *testing.T) {
 		t.Fatalf("got %v, want the sources deleted at the next merge", err)
 	}
 	f.wantFewSegments(r)
+}
+
+// gatedDeletes serves a client whose ConfigMap deletions each wait for a
+// token on gate, outside the fake clientset's lock (which a reactor holds),
+// so that other requests go on meanwhile.
+type gatedDeletes struct {
+	kube.Interface
+	gate chan struct{}
+}
+
+func (g gatedDeletes) CoreV1() kube.CoreV1 { return gatedCore{g.Interface.CoreV1(), g.gate} }
+
+type gatedCore struct {
+	kube.CoreV1
+	gate chan struct{}
+}
+
+func (g gatedCore) ConfigMaps(ns string) kube.ConfigMaps {
+	return gatedConfigMaps{g.CoreV1.ConfigMaps(ns), g.gate}
+}
+
+type gatedConfigMaps struct {
+	kube.ConfigMaps
+	gate chan struct{}
+}
+
+func (g gatedConfigMaps) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	<-g.gate
+	return g.ConfigMaps.Delete(ctx, name, opts)
+}
+
+// TestWriteWaitsForOneMergeRequest: a write ahead of a deletion of pods,
+// made while a merge deletes the segments it replaced, waits for one of
+// those deletions at most, not for all of them.
+func TestWriteWaitsForOneMergeRequest(t *testing.T) {
+	f := newFixture(t)
+	gate := make(chan struct{})
+	store := NewStore(gatedDeletes{kubetest.Wrap(f.client), gate}, ns, f.indexer, "test",
+		func(int, int) {}, func(string) {}, func() time.Time { return f.now }, klog.Background())
+	f.store = store
+	r, _ := f.load(nil)
+	for i := range fanIn {
+		r.Ledger.Set(fmt.Sprintf("node-%d", i), entryAt(decision.StageInFlight, t0), false)
+		f.write(r)
+	}
+	compacted := make(chan error, 1)
+	go func() { compacted <- store.Compact(f.ctx, r) }()
+	gate <- struct{}{} // the merge is written and its first source deleted
+	r.Ledger.Set("taken", entryAt(decision.StageInFlight, t0), true)
+	written := make(chan error, 1)
+	go func() { _, err := store.Write(f.ctx, r); written <- err }()
+	// Each deletion the write waits through releases one more; the merge
+	// has fanIn-1 left.
+	for released := 1; ; released++ {
+		select {
+		case err := <-written:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Durable("taken") {
+				t.Fatalf("got taken not durable after the write, want it written")
+			}
+			for range fanIn - released {
+				gate <- struct{}{}
+			}
+			if err := <-compacted; err != nil {
+				t.Fatal(err)
+			}
+			f.wantExact(r)
+			return
+		case <-time.After(50 * time.Millisecond):
+			if released >= 3 {
+				t.Fatalf("got the write waiting through %d deletions of the merge, want it through after one or two", released)
+			}
+			gate <- struct{}{}
+		}
+	}
 }

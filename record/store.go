@@ -522,7 +522,9 @@ type batch struct {
 // of it must go at once (an entry in flight or failed, the meta, a rewrite),
 // else once ProgressInterval has passed since the last write. It returns how
 // long until what waits is due (zero when nothing waits). On failure what
-// was not written stays to be written, and the error says so.
+// was not written stays to be written, and the error says so. What it
+// replaces (a rewrite supersedes every older segment) is left for Compact
+// to delete: a write ahead of a deletion of pods makes one request.
 func (s *Store) Write(ctx context.Context, r *Record) (time.Duration, error) {
 	r.writing.Lock()
 	defer r.writing.Unlock()
@@ -531,7 +533,7 @@ func (s *Store) Write(ctx context.Context, r *Record) (time.Duration, error) {
 	}
 	b, wait := s.collect(r)
 	if b == nil {
-		return wait, s.deleteParts(ctx, r)
+		return wait, nil
 	}
 	err := s.send(ctx, r, b)
 	r.mu.Lock()
@@ -562,7 +564,7 @@ func (s *Store) Write(ctx context.Context, r *Record) (time.Duration, error) {
 	if b.rewrite {
 		s.strangers(r)
 	}
-	return wait, s.deleteParts(ctx, r)
+	return wait, nil
 }
 
 // collect gathers the write due now, with its keys' values; nil and how
@@ -734,27 +736,53 @@ func (r *Record) lose() {
 // replaces them (a key removed since is written removed, unless nothing
 // older could hold it). Each key is so rewritten once per level, and a
 // record keeps at most fanIn-1 segments of each. Call it in the
-// background: a merge of high level writes much of the record.
+// background: a merge of high level writes much of the record. It holds
+// the record's writes back for one merge or one deletion at a time, so
+// that a write ahead of a deletion of pods waits for one request at most,
+// not for the whole compaction.
 func (s *Store) Compact(ctx context.Context, r *Record) error {
-	r.writing.Lock()
-	defer r.writing.Unlock()
-	for !r.isRetired() {
-		b := r.mergeDue()
+	for {
+		r.writing.Lock()
+		var b *batch
+		if !r.isRetired() {
+			b = r.mergeDue()
+		}
 		if b == nil {
+			r.writing.Unlock()
 			break
 		}
-		if err := s.send(ctx, r, b); err != nil {
-			return errors.Join(fmt.Errorf("merging the rollout record of daemonset %s: %w", r.dsKey, err), s.deleteParts(ctx, r))
+		err := s.send(ctx, r, b)
+		if err != nil {
+			err = errors.Join(fmt.Errorf("merging the rollout record of daemonset %s: %w", r.dsKey, err), s.deleteParts(ctx, r))
+		}
+		r.writing.Unlock()
+		if err != nil {
+			return err
 		}
 	}
-	return s.deleteParts(ctx, r)
+	var errs []error
+	for _, name := range r.deleting() {
+		r.writing.Lock()
+		errs = append(errs, s.deletePart(ctx, r, name))
+		r.writing.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
-// CompactDue reports whether Compact has a merge to make.
+// CompactDue reports whether Compact has work: a merge to make, or
+// ConfigMaps to delete that a merge or a rewrite replaced.
 func (r *Record) CompactDue() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.mergeRun() != nil
+	if r.mergeRun() != nil {
+		return true
+	}
+	for _, p := range r.parts {
+		if p.state == deleting {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeRun is the run of segments to merge: the oldest fanIn consecutive
@@ -820,31 +848,51 @@ func (s *Store) strangers(r *Record) {
 }
 
 // deleteParts deletes the record's ConfigMaps marked deleting; those that
-// fail stay marked, for the next write.
+// fail stay marked, for the next Compact. Called with r.writing held, so
+// that no create of a part of the same name runs meanwhile.
 func (s *Store) deleteParts(ctx context.Context, r *Record) error {
+	var errs []error
+	for _, name := range r.deleting() {
+		errs = append(errs, s.deletePart(ctx, r, name))
+	}
+	return errors.Join(errs...)
+}
+
+// deleting names the record's ConfigMaps marked deleting, in order.
+func (r *Record) deleting() []string {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	var names []string
 	for name, p := range r.parts {
 		if p.state == deleting {
 			names = append(names, name)
 		}
 	}
-	r.mu.Unlock()
 	slices.Sort(names)
-	var errs []error
-	for _, name := range names {
-		err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting rollout record %s/%s: %w", s.namespace, name, err))
-			continue
-		}
-		r.mu.Lock()
-		if p := r.parts[name]; p != nil && p.state == deleting {
-			p.state = gone
-		}
-		r.mu.Unlock()
+	return names
+}
+
+// deletePart deletes one of the record's ConfigMaps marked deleting (nil
+// when it is gone already, or no longer marked); called with r.writing
+// held.
+func (s *Store) deletePart(ctx context.Context, r *Record, name string) error {
+	r.mu.Lock()
+	p := r.parts[name]
+	marked := p != nil && p.state == deleting
+	r.mu.Unlock()
+	if !marked {
+		return nil
 	}
-	return errors.Join(errs...)
+	err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting rollout record %s/%s: %w", s.namespace, name, err)
+	}
+	r.mu.Lock()
+	if p := r.parts[name]; p != nil && p.state == deleting {
+		p.state = gone
+	}
+	r.mu.Unlock()
+	return nil
 }
 
 // Observe takes an event of the records' informer (deleted: the ConfigMap is

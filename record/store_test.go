@@ -115,6 +115,20 @@ func (f *fixture) write(r *Record) time.Duration {
 	return wait
 }
 
+// writeAndCompact writes as the controller does at once: the write, then,
+// when it made any due, the merges and deletions (the controller's run in
+// the background).
+func (f *fixture) writeAndCompact(r *Record) {
+	f.t.Helper()
+	f.write(r)
+	if !r.CompactDue() {
+		return
+	}
+	if err := f.store.Compact(f.ctx, r); err != nil {
+		f.t.Fatalf("compact: %v", err)
+	}
+}
+
 // observeAll hands the store an event of every ConfigMap as listed now, as
 // its informer would.
 func (f *fixture) observeAll(s *Store) (rewrite bool) {
@@ -351,7 +365,7 @@ func TestDeletedRecordRewritten(t *testing.T) {
 			if _, urgent := r.Pending(); !urgent || r.Durable("c") {
 				t.Errorf("got urgent %v, c durable %v; want the record rewritten before the controller acts", urgent, r.Durable("c"))
 			}
-			f.write(r)
+			f.writeAndCompact(r)
 			f.wantExact(r)
 			if names := slices.Collect(maps.Keys(f.cms())); len(names) != 1 {
 				t.Errorf("got %v, want the rewrite alone, the segments it supersedes deleted", names)
@@ -383,7 +397,7 @@ func TestForeignChangeRewritten(t *testing.T) {
 	if _, rewrite := f.store.Observe(Summarize(tampered), false); !rewrite {
 		t.Fatalf("got a tampered record not rewritten")
 	}
-	f.write(r)
+	f.writeAndCompact(r)
 	f.wantExact(r)
 	if _, ok := f.cms()[own.Name]; ok {
 		t.Errorf("got the tampered %s kept, want it deleted", own.Name)
@@ -481,7 +495,7 @@ func TestStrangerNamedAsASegmentGoes(t *testing.T) {
 	if _, rewrite := f.store.Observe(Summarize(stranger), false); !rewrite {
 		t.Fatalf("got a stranger named as a segment not taken for someone else's")
 	}
-	f.write(r)
+	f.writeAndCompact(r)
 	if _, ok := f.cms()[stranger.Name]; ok {
 		t.Errorf("got the stranger kept, want it deleted")
 	}
@@ -590,7 +604,7 @@ func TestOlderLayoutReadAndWrittenAnew(t *testing.T) {
 	if pending, _ := r.Pending(); !pending {
 		t.Fatalf("got nothing pending, want the record written anew")
 	}
-	f.write(r)
+	f.writeAndCompact(r)
 	for name := range f.cms() {
 		if name == active.Name || name == progress.Name {
 			t.Errorf("got %s kept, want the older layout deleted once written anew", name)
