@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/edgeota/edgeota/imageref"
+	"github.com/edgeota/edgeota/localcluster"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
 )
@@ -222,9 +224,25 @@ func (g *podGrouper) group(pods map[string]*corev1.Pod) map[string][]*corev1.Pod
 }
 
 // upToDate reports whether a node's live pods are exactly one Ready pod
-// running img: the node is done.
+// running img, or img pinned: the node is done.
 func upToDate(live []*corev1.Pod, img string) bool {
-	return len(live) == 1 && live[0].Spec.Containers[0].Image == img && isReady(live[0]) && runs(live[0], img)
+	if len(live) != 1 {
+		return false
+	}
+	spec := live[0].Spec.Containers[0].Image
+	return (spec == img || spec == pinnedTo(img)) && isReady(live[0]) && runs(live[0], spec)
+}
+
+// pinnedTo is img as ota-controller patches a pod in place once its
+// architecture's canary ran it (issue 44's pinning, on wherever in place
+// is): its repository at the digest the local cluster's registry serves
+// img by.
+func pinnedTo(img string) string {
+	id, err := imageref.Parse(localcluster.ImageID(img))
+	if err != nil {
+		return img
+	}
+	return imageref.Pinned(img, id.Digest)
 }
 
 // runs reports whether the pod's kubelet runs img: it observed the pod's

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,5 +50,27 @@ func TestPodGrouperGroupsAsPodsByNodeInItsOwnRoom(t *testing.T) {
 	h.group(fleet)
 	if allocs := testing.AllocsPerRun(10, func() { h.group(fleet) }); allocs != 0 {
 		t.Errorf("regrouping 2,000 nodes' pods: got %.0f allocations, want 0", allocs)
+	}
+}
+
+// TestUpToDateTakesThePinnedImage: a pod patched in place to the image's
+// digest (pinning) is as done as one running the tag; one running another
+// digest of the repository is not.
+func TestUpToDateTakesThePinnedImage(t *testing.T) {
+	const img = "registry.bench.local/app:v1"
+	pod := func(image string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Generation: 2},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+			Status: corev1.PodStatus{ObservedGeneration: 2,
+				Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: image, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+		}
+	}
+	other := "registry.bench.local/app@sha256:" + strings.Repeat("0", 64)
+	for image, want := range map[string]bool{img: true, pinnedTo(img): true, other: false, "registry.bench.local/app:v0": false} {
+		if got := upToDate([]*corev1.Pod{pod(image)}, img); got != want {
+			t.Errorf("%s: got up to date %v, want %v", image, got, want)
+		}
 	}
 }

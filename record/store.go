@@ -123,8 +123,10 @@ type Record struct {
 	dsKey  string
 	target decision.Target
 
-	// writing serialises the record's writes and merges.
-	writing sync.Mutex
+	// writing serialises the record's writes; merging its merges, which
+	// run beside the writes (Compact): a write ahead of a deletion of pods
+	// never waits for a merge, which may write much of the record.
+	writing, merging sync.Mutex
 
 	mu sync.Mutex
 	// dirty are the keys whose value is not written as the ledger holds it,
@@ -669,7 +671,15 @@ func (s *Store) send(ctx context.Context, r *Record, b *batch) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b.merged != nil {
+		// Writes only add segments after those it merges; a rewrite made
+		// meanwhile superseded them all, and this merge with them.
 		i := slices.Index(r.segments, b.merged[0])
+		if i < 0 {
+			for _, p := range seg.parts {
+				p.state = deleting
+			}
+			return nil
+		}
 		r.segments = slices.Replace(r.segments, i, i+len(b.merged), seg)
 		for _, old := range b.merged {
 			for _, p := range old.parts {
@@ -736,37 +746,23 @@ func (r *Record) lose() {
 // replaces them (a key removed since is written removed, unless nothing
 // older could hold it). Each key is so rewritten once per level, and a
 // record keeps at most fanIn-1 segments of each. Call it in the
-// background: a merge of high level writes much of the record. It holds
-// the record's writes back for one merge or one deletion at a time, so
-// that a write ahead of a deletion of pods waits for one request at most,
-// not for the whole compaction.
+// background: a merge of high level writes much of the record. Merges run
+// one at a time, beside the writes, which never wait for them: a merge
+// holds the current value of its keys, in a segment older than any write
+// made meanwhile, which wins where they differ.
 func (s *Store) Compact(ctx context.Context, r *Record) error {
-	for {
-		r.writing.Lock()
-		var b *batch
-		if !r.isRetired() {
-			b = r.mergeDue()
-		}
+	r.merging.Lock()
+	defer r.merging.Unlock()
+	for !r.isRetired() {
+		b := r.mergeDue()
 		if b == nil {
-			r.writing.Unlock()
 			break
 		}
-		err := s.send(ctx, r, b)
-		if err != nil {
-			err = errors.Join(fmt.Errorf("merging the rollout record of daemonset %s: %w", r.dsKey, err), s.deleteParts(ctx, r))
-		}
-		r.writing.Unlock()
-		if err != nil {
-			return err
+		if err := s.send(ctx, r, b); err != nil {
+			return errors.Join(fmt.Errorf("merging the rollout record of daemonset %s: %w", r.dsKey, err), s.deleteParts(ctx, r))
 		}
 	}
-	var errs []error
-	for _, name := range r.deleting() {
-		r.writing.Lock()
-		errs = append(errs, s.deletePart(ctx, r, name))
-		r.writing.Unlock()
-	}
-	return errors.Join(errs...)
+	return s.deleteParts(ctx, r)
 }
 
 // CompactDue reports whether Compact has work: a merge to make, or
@@ -848,8 +844,9 @@ func (s *Store) strangers(r *Record) {
 }
 
 // deleteParts deletes the record's ConfigMaps marked deleting; those that
-// fail stay marked, for the next Compact. Called with r.writing held, so
-// that no create of a part of the same name runs meanwhile.
+// fail stay marked, for the next Compact. A name is created once but for a
+// merge tried again, and merges run one at a time: no create of a part of
+// the same name runs meanwhile.
 func (s *Store) deleteParts(ctx context.Context, r *Record) error {
 	var errs []error
 	for _, name := range r.deleting() {
@@ -873,8 +870,7 @@ func (r *Record) deleting() []string {
 }
 
 // deletePart deletes one of the record's ConfigMaps marked deleting (nil
-// when it is gone already, or no longer marked); called with r.writing
-// held.
+// when it is gone already, or no longer marked).
 func (s *Store) deletePart(ctx context.Context, r *Record, name string) error {
 	r.mu.Lock()
 	p := r.parts[name]
@@ -988,13 +984,15 @@ func (r *Record) isRetired() bool {
 }
 
 // DeleteAll deletes every record ConfigMap of a deleted DaemonSet, once the
-// write under way of its record r (nil when none is followed) ends: those
+// write and the merge under way of its record r (nil when none is
+// followed) end: those
 // the informer shows, and those r wrote that it may not show yet.
 func (s *Store) DeleteAll(ctx context.Context, dsUID types.UID, r *Record) error {
 	names := s.Of(dsUID)
 	if r != nil {
 		s.Forget(r)
 		r.writing.Lock()
+		r.merging.Lock()
 		r.mu.Lock()
 		for name, p := range r.parts {
 			if p.state != gone {
@@ -1002,6 +1000,7 @@ func (s *Store) DeleteAll(ctx context.Context, dsUID types.UID, r *Record) error
 			}
 		}
 		r.mu.Unlock()
+		r.merging.Unlock()
 		r.writing.Unlock()
 	}
 	slices.Sort(names)
