@@ -52,7 +52,7 @@ func runRequested(ctx context.Context, s *session, _ *findings) (table, error) {
 	// Patches seen, by node: the watch's view of the controller's writes.
 	seen := map[string]time.Time{}
 	pods.observe(func(at time.Time, p *corev1.Pod) {
-		if p.Spec.Containers[0].Image == image(1) && seen[p.Spec.NodeName].IsZero() {
+		if isImage(p.Spec.Containers[0].Image, image(1)) && seen[p.Spec.NodeName].IsZero() {
 			seen[p.Spec.NodeName] = at
 		}
 	})

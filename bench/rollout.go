@@ -491,7 +491,7 @@ func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], b
 	// The pods at another image before the rollout: one seen later at img
 	// under its own name was patched in place.
 	for _, p := range pods.snapshot() {
-		if p.DeletionTimestamp == nil && len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image != img {
+		if p.DeletionTimestamp == nil && len(p.Spec.Containers) > 0 && !isImage(p.Spec.Containers[0].Image, img) {
 			rec.old[p.Name] = true
 		}
 	}

@@ -299,7 +299,7 @@ func newFlightRecorder(img string) *flightRecorder {
 func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	node, current := p.Spec.NodeName, p.Spec.Containers[0].Image == r.img
+	node, current := p.Spec.NodeName, isImage(p.Spec.Containers[0].Image, r.img)
 	if !current && p.DeletionTimestamp == nil {
 		r.old[p.Name] = true
 	}

@@ -230,7 +230,12 @@ func upToDate(live []*corev1.Pod, img string) bool {
 		return false
 	}
 	spec := live[0].Spec.Containers[0].Image
-	return (spec == img || spec == pinnedTo(img)) && isReady(live[0]) && runs(live[0], spec)
+	return isImage(spec, img) && isReady(live[0]) && runs(live[0], spec)
+}
+
+// isImage reports whether a pod's image is img, or img pinned (pinnedTo).
+func isImage(image, img string) bool {
+	return image == img || image == pinnedTo(img)
 }
 
 // pinnedTo is img as ota-controller patches a pod in place once its
