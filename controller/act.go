@@ -278,7 +278,7 @@ func (c *Controller) markOffers(ds *appsv1.DaemonSet, t *tracker, r *decision.Ro
 		if p.Terminating || c.expect.deletes(t.key, p.Node, p.UID) {
 			continue
 		}
-		if task := c.prePullTask(ds, target, r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node), r.PinnedImages(p.Node)); task != nil {
+		if task := c.prePullTask(ds, target, r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node), r.PinnedImages(p.Node), r.TagPull(p.Node)); task != nil {
 			tasks = append(tasks, task)
 		}
 		for _, job := range c.prePullJobsOf(p.UID) {
@@ -331,7 +331,7 @@ func (c *Controller) pullTasks(ds *appsv1.DaemonSet, key string, r *decision.Rol
 	}
 	var tasks []func(context.Context) error
 	for _, p := range pods {
-		if task := c.prePullTask(ds, r.Target(), r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node), r.PinnedImages(p.Node)); task != nil {
+		if task := c.prePullTask(ds, r.Target(), r.Settings(), p, start[p.UID], pullFailedFor(r, p.Node), r.PinnedImages(p.Node), r.TagPull(p.Node)); task != nil {
 			tasks = append(tasks, task)
 		}
 		for _, job := range c.prePullJobsOf(p.UID) {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeota/edgeota/imageref"
 	"github.com/edgeota/edgeota/internal/unixtime"
 )
 
@@ -33,6 +34,9 @@ type jobRecord struct {
 	// Containers is how many containers its pod runs, one per image;
 	// Active how many of its pods run.
 	Containers, Active int32
+	// ByTag names the containers whose image it names by tag, not by
+	// digest: what their pull brought is what the tag named then.
+	ByTag []string
 	// FailedWhy is, for a Job whose Failed condition is True, its reason
 	// and message ("reason: message").
 	FailedWhy string
@@ -66,6 +70,11 @@ func newJobRecord(job *batchv1.Job) *jobRecord {
 		Created:    unixtime.Of(job.CreationTimestamp.Time),
 		Containers: int32(len(job.Spec.Template.Spec.Containers)), Active: job.Status.Active,
 		PrePull: job.Labels[PrePullLabel] == "true", ByController: job.Labels[PrePullByLabel] == prePullByController}
+	for _, c := range job.Spec.Template.Spec.Containers {
+		if !imageref.IsPinned(c.Image) {
+			r.ByTag = append(r.ByTag, intern(c.Name))
+		}
+	}
 	for i := range job.OwnerReferences {
 		if ref := &job.OwnerReferences[i]; isKind(ref, podKind) {
 			r.Pods = append(r.Pods, podRef{Name: ref.Name, UID: ref.UID})
@@ -97,6 +106,7 @@ func (j *jobRecord) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 func (j *jobRecord) DeepCopyObject() runtime.Object {
 	c := *j
 	c.Pods = slices.Clone(j.Pods)
+	c.ByTag = slices.Clone(j.ByTag)
 	return &c
 }
 

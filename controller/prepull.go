@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/edgeota/edgeota/decision"
+	"github.com/edgeota/edgeota/imageref"
 	"github.com/edgeota/edgeota/podchannel"
 	"github.com/edgeota/edgeota/podcondition"
 	"github.com/edgeota/edgeota/rollout"
@@ -42,11 +43,13 @@ import (
 //
 // pinned are the images a new Job names by digest (Rollout.PinnedImages):
 // a pod upgraded in place once its architecture has a pin is patched to
-// them, so that is what its node should hold. A Job created before the pin
-// pulled the tag: its pull stands, and the patch pulls the digest if the
-// tag named other bytes.
+// them, so that is what its node should hold. A pre-download Job that
+// pulled by tag is judged by the pin (tag, Rollout.TagPull): its success
+// is written once the pin exists and its digests are the pin's; a Job
+// whose tag resolved to other bytes goes, and the pull starts again by
+// digest.
 func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg *decision.Settings, pod *podRecord, start, failed bool,
-	pinned map[string]string) func(context.Context) error {
+	pinned map[string]string, tag decision.TagPull) func(context.Context) error {
 	target := rev.Hash
 	cond := pod.ImageReady.Get()
 	jobs := c.prePullJobsOf(pod.UID)
@@ -76,7 +79,7 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg
 	var obsolete []*jobRecord
 	for _, j := range jobs {
 		if j.Name == name && j.Revision == target &&
-			(requested || j.ByController && cfg.PreDownload && !pulled && !failed) {
+			(requested || j.ByController && cfg.PreDownload && !pulled && !failed && tag != decision.TagPullStale) {
 			job = j
 		} else {
 			obsolete = append(obsolete, j)
@@ -97,8 +100,9 @@ func (c *Controller) prePullTask(ds *appsv1.DaemonSet, rev *decision.Target, cfg
 		// The owner's request: created, or its result written.
 		act = job == nil || outcome != pullPending
 	case byController:
-		// A pre-download: created when asked, its success written.
-		act = job == nil && start && !pulled && pod.Bound || job != nil && outcome == pullSucceeded
+		// A pre-download: created when asked, its success written (by
+		// tag, once the pin holds it).
+		act = job == nil && start && !pulled && pod.Bound || job != nil && outcome == pullSucceeded && tag == decision.TagPullCounts
 	}
 	if !stale && !act && len(obsolete) == 0 {
 		return nil
@@ -206,7 +210,8 @@ func (c *Controller) prePullJobsOf(pod types.UID) []*jobRecord {
 // stands: done once its PodImageReady is True naming the target, else as its
 // pre-pull Job's pods say (a pre-download's timeout is the decision's); and
 // whether the controller's Job for it is still there, which holds its place
-// in the parallelism until it is deleted.
+// in the parallelism until it is deleted. A done pull of the controller's
+// Job says which images it named by tag, and what they resolved to.
 func (c *Controller) pullOf(pod *decision.Pod, target string) decision.Pull {
 	var p decision.Pull
 	for _, job := range c.prePullJobsOf(pod.UID) {
@@ -214,18 +219,46 @@ func (c *Controller) pullOf(pod *decision.Pod, target string) decision.Pull {
 			continue
 		}
 		p = decision.Pull{State: decision.PullPending, Since: job.Created.Time(), ByController: job.ByController, Job: job.ByController}
-		switch outcome, why := judgePull(job, c.jobPods(job.UID), c.now(), 0); outcome {
+		pods := c.jobPods(job.UID)
+		switch outcome, why := judgePull(job, pods, c.now(), 0); outcome {
 		case pullSucceeded:
 			p.State = decision.PullDone
+			if job.ByController {
+				p.ByTag = resolvedTags(job, pods)
+			}
 		case pullFailed:
 			p.State, p.Why = decision.PullFailed, why
 		}
 		break
 	}
 	if c := pod.ImageReady.Get(); c.Status == string(corev1.ConditionTrue) && podcondition.Names(c.Message, target) {
-		p.State, p.Why = decision.PullDone, ""
+		p.State, p.Why, p.ByTag = decision.PullDone, "", nil
 	}
 	return p
+}
+
+// resolvedTags reads, for each container the pull Job named by tag, the
+// digest its pods' imageIDs name ("" when none does: not reported, or no
+// digest a registry serves).
+func resolvedTags(job *jobRecord, pods []*corev1.Pod) map[string]string {
+	if len(job.ByTag) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(job.ByTag))
+	for _, name := range job.ByTag {
+		out[name] = ""
+	}
+	for _, pod := range pods {
+		for _, st := range pod.Status.ContainerStatuses {
+			if _, ok := out[st.Name]; !ok {
+				continue
+			}
+			if id, err := imageref.Parse(st.ImageID); err == nil {
+				out[st.Name] = id.Digest
+			}
+		}
+	}
+	return out
 }
 
 // podlessGrace is how long a pre-pull Job may go without a pod before the

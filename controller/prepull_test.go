@@ -394,3 +394,67 @@ func TestPrePullJobPinned(t *testing.T) {
 		t.Errorf("got images %v, want %v", got, want)
 	}
 }
+
+// TestPreDownloadByTagJudgedByThePin: a pre-download Job that named its
+// images by tag says what each tag resolved to (its pod's imageIDs); as the
+// pin makes of it (decision.TagPull), its success is written and its Job
+// deleted (the pin's bytes), nothing is done yet (no pin), or its Job goes
+// without a word written (other bytes), for the pull to start again by
+// digest. A Job that named a container by digest says nothing of it.
+func TestPreDownloadByTagJudgedByThePin(t *testing.T) {
+	resolved := "sha256:" + strings.Repeat("b", 64)
+	ds := newDaemonSet(withAnnotation(rollout.StrategyAnnotation, string(rollout.StrategyAdvancedRollingUpdate)),
+		withAnnotation(rollout.PreDownloadAnnotation, "true"))
+	pod := newPod("web", "edge-1", oldHash)
+	rec := podRecordOf(pod).(*podRecord)
+	for _, tt := range []struct {
+		name       string
+		tag        decision.TagPull
+		wantTask   bool
+		wantStatus corev1.ConditionStatus
+	}{
+		{"the pin's bytes", decision.TagPullCounts, true, corev1.ConditionTrue},
+		{"no pin yet", decision.TagPullAwaitsPin, false, ""},
+		{"other bytes", decision.TagPullStale, true, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			job := prePullJob(ds, rec, newHash, true, map[string]string{"init": "busybox@" + resolved})
+			job.UID, job.CreationTimestamp = types.UID(job.Name+"-uid"), metav1.NewTime(time.Now().Add(-time.Minute))
+			jp := jobPod(job, exited, exited)
+			for i := range jp.Status.ContainerStatuses {
+				jp.Status.ContainerStatuses[i].ImageID = "docker.io/library/x@" + resolved
+			}
+			f := newFixture(t, ds, newNode("edge-1", corev1.ConditionTrue), pod, job, jp)
+			obj, _, _ := f.c.podIndexer.GetByKey(pod.Namespace + "/" + pod.Name)
+			cachedPod := obj.(*podRecord)
+			p := f.c.pullOf(&cachedPod.Pod, newHash)
+			if want := map[string]string{"nginx": resolved}; p.State != decision.PullDone || !maps.Equal(p.ByTag, want) {
+				t.Fatalf("got pull %+v, want done with ByTag %v (init was named by digest)", p, want)
+			}
+			task := f.c.prePullTask(ds, &decision.Target{Hash: newHash}, &decision.Settings{PreDownload: true}, cachedPod, false, false, nil, tt.tag)
+			if (task != nil) != tt.wantTask {
+				t.Fatalf("got a task %v, want %v", task != nil, tt.wantTask)
+			}
+			if task == nil {
+				return
+			}
+			if err := task(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.deleted("jobs"); len(got) != 1 || got[0] != job.Name {
+				t.Errorf("got Jobs deleted %v, want [%s]", got, job.Name)
+			}
+			var statuses []any
+			for _, c := range f.conditionPatches()["web"] {
+				statuses = append(statuses, c["status"])
+			}
+			want := []any{}
+			if tt.wantStatus != "" {
+				want = append(want, string(tt.wantStatus))
+			}
+			if !slices.Equal(statuses, want) {
+				t.Errorf("got %s written %v, want %v", podcondition.ImageReady, statuses, want)
+			}
+		})
+	}
+}

@@ -96,6 +96,7 @@ func TestJobRecordHoldsWhatTheControllerReads(t *testing.T) {
 	want := &jobRecord{Namespace: job.Namespace, Name: job.Name, UID: job.UID, ResourceVersion: "9",
 		Pods: []podRef{{Name: pod.Name, UID: pod.UID}}, Revision: newHash, Node: pod.Spec.NodeName,
 		Created: unixtime.Of(job.CreationTimestamp.Time), Containers: int32(len(job.Spec.Template.Spec.Containers)), Active: 1,
+		ByTag:     []string{"init", "nginx"}, // the pull names both by tag
 		FailedWhy: "BackoffLimitExceeded: Job has reached the specified backoff limit",
 		PrePull:   true, ByController: true, Failed: true}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(jobRecord{})); diff != "" {

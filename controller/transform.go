@@ -64,7 +64,8 @@ var daemonSetAnnotations = append(slices.Clone(rollout.DaemonSetAnnotations), te
 
 // trimPod keeps of a pre-pull Job's pod what tells the pull's outcome
 // (judgePull): its identity, owners and labels, node, phase and its
-// containers' images and states. DaemonSet pods are cached as podRecords
+// containers' images, imageIDs (what a tag resolved to, Pull.ByTag) and
+// states. DaemonSet pods are cached as podRecords
 // instead (podRecordOf).
 func trimPod(pod *corev1.Pod) {
 	pod.Annotations = nil
@@ -78,7 +79,7 @@ func trimPod(pod *corev1.Pod) {
 
 func trimContainerStatuses(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
 	for i, st := range statuses {
-		statuses[i] = corev1.ContainerStatus{Name: intern(st.Name), Image: intern(st.Image), State: st.State}
+		statuses[i] = corev1.ContainerStatus{Name: intern(st.Name), Image: intern(st.Image), ImageID: intern(st.ImageID), State: st.State}
 		if term := st.LastTerminationState.Terminated; term != nil {
 			statuses[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{FinishedAt: term.FinishedAt}
 		}

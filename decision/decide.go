@@ -712,6 +712,17 @@ func (r *Rollout) PinnedImages(node string) map[string]string {
 	return out
 }
 
+// TagPull is what the pin makes of the node's pre-download, done by the
+// controller's Job with images named by tag (TagPullCounts when it is none
+// such): whether its Job waits for the pin, is written as the node's, or
+// goes.
+func (r *Rollout) TagPull(node string) TagPull {
+	if n, ok := r.nodes[node]; ok {
+		return n.verdict.tagPull
+	}
+	return TagPullCounts
+}
+
 // Arch returns the node's architecture (its kubernetes.io/arch label): the
 // offers of nodes of one architecture and method are the same.
 func (r *Rollout) Arch(node string) string {

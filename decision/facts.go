@@ -344,6 +344,12 @@ type Pull struct {
 	// the pod, whatever its outcome; one that is done or failed holds its
 	// place in the parallelism until it is gone.
 	Job bool
+	// ByTag are, for a pull of the controller's Job that is done, the
+	// containers whose image it named by tag, each with the digest the
+	// node's runtime resolved the tag to (its imageID read by package
+	// imageref; "" when it names none). With pinning on, such a pull
+	// counts only once its digests are the pin's (Rollout.TagPull).
+	ByTag map[string]string
 }
 
 // FactsFunc gathers the facts of one node.

@@ -103,6 +103,9 @@ type verdict struct {
 	// is under way (pulling), or it timed out (pullTimedOut); pullJob: the
 	// controller's Job for it is still there.
 	pulled, pulling, pullTimedOut, pullJob bool
+	// tagPull is what the pin makes of a done pull that named images by
+	// tag.
+	tagPull TagPull
 	// failedNow: this judgement failed the node (not an earlier one).
 	failedNow bool
 	// requested: an OTA node whose owner asked for the upgrade in place
@@ -229,6 +232,9 @@ type judgement struct {
 	now   time.Time
 	// notify reports what deserves an event (Rollout.notices).
 	notify func(Notice)
+	// pinned: this judgement set a pin, which the pulls by tag judged
+	// before it awaited (TagPullAwaitsPin).
+	pinned bool
 }
 
 // judge applies the failure brake's rule to one node, and records in the
@@ -384,7 +390,7 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 			return verdict{state: StateSkipped}
 		}
 		v := verdict{state: StateOld}
-		j.pull(&v, &f.Pull)
+		j.pull(&v, &f.Pull, archOf(&f.Node), np.oldPod)
 		if ok, wait := health.PodAvailable(&np.oldPod.Health, j.cfg.MinReadySeconds, j.now); !ok {
 			v.state = StateOldDown
 			if at := unixtime.Of(j.now.Add(wait)); wait > 0 && (v.at.IsZero() || at < v.at) {
@@ -461,9 +467,22 @@ func (j *judgement) judge(name string, f *NodeFacts) verdict {
 }
 
 // pull reads a candidate's pre-download: pulled, under way (with a timer at
-// its timeout), or timed out.
-func (j *judgement) pull(v *verdict, p *Pull) {
+// its timeout), or timed out; with pinning on, a done pull of images by tag
+// as the pin makes of it (tagPull).
+func (j *judgement) pull(v *verdict, p *Pull, arch string, old *Pod) {
 	v.pullJob = p.Job
+	if p.State == PullDone && len(p.ByTag) > 0 && j.cfg.Pin && j.plan(old).InPlace {
+		switch pin, ok := j.meta.Pins[arch]; {
+		case !ok:
+			// What the tag named may not be what the canary runs: the
+			// pin will say. Meanwhile it counts, for the canaries (the
+			// pin needs them; the others wait for it anyway).
+			v.tagPull = TagPullAwaitsPin
+		case !pin.holds(p.ByTag, old):
+			v.tagPull = TagPullStale
+			return
+		}
+	}
 	switch p.State {
 	case PullDone:
 		v.pulled = true
@@ -583,6 +602,44 @@ func readyStatus(node *Node) string {
 	return node.ReadyStatus
 }
 
+// TagPull is what a pin makes of a pre-download done by the controller's
+// Job that named images by tag (Pull.ByTag), for a pod that moves in place:
+// its patch will name the pin's digests, so only those bytes on the node
+// spare its pull after the kill.
+type TagPull uint8
+
+const (
+	// TagPullCounts: no pin applies, or each tag resolved to the pin's
+	// digest.
+	TagPullCounts TagPull = iota
+	// TagPullAwaitsPin: the node's architecture has no pin yet: the pull
+	// counts for a canary (the pin needs one; the other nodes wait for the
+	// pin anyway), but is not written as the node's (PodImageReady), its
+	// Job kept, until the pin says whether it holds its bytes.
+	TagPullAwaitsPin
+	// TagPullStale: a tag resolved to other bytes than the pin's (re-pushed
+	// meanwhile): the pull does not count, its Job goes, and the node
+	// pulls the pin's digests.
+	TagPullStale
+)
+
+// holds reports whether a pull by tag (container → the digest it resolved
+// to) brought the pin's bytes: each container the pin holds a digest of
+// resolved to it, or the old pod runs that digest already (its patch keeps
+// the tag).
+func (p Pin) holds(byTag map[string]string, old *Pod) bool {
+	for c, got := range byTag {
+		want := p.Digests[c]
+		if want == "" || got == want {
+			continue
+		}
+		if id, err := imageref.Parse(old.ImageIDs.Get(c)); err != nil || id.Digest != want {
+			return false
+		}
+	}
+	return true
+}
+
 // archOf is the node's architecture, as its kubernetes.io/arch label
 // says: what its pin is kept by ("" for a node without the label).
 func archOf(node *Node) string { return node.Labels[corev1.LabelArchStable] }
@@ -628,7 +685,7 @@ func (j *judgement) pin(name string, node *Node, pod *Pod, patched bool, entry *
 		p.Digests[c] = id.Digest
 	}
 	if j.ledger.SetPin(arch, p) {
-		j.meta = j.ledger.Meta()
+		j.meta, j.pinned = j.ledger.Meta(), true
 		j.notify(Notice{Kind: NoticePinned, Node: name, Pod: pod, Arch: arch, Pin: &p, Revision: j.target.Hash})
 	}
 }

@@ -295,3 +295,71 @@ func TestPinChecksWhatStartedSince(t *testing.T) {
 		t.Errorf("got pin %+v for a first revision, want none", pin)
 	}
 }
+
+// TestPinTagPullCountsForThePinsBytes: with pre-download, a pull made by
+// tag before the pin existed waits for the pin; once pinned, it counts if
+// the tag resolved to the pin's digest, and is stale if it resolved to
+// other bytes (the tag pushed again): that node is not taken, and pulls
+// again; a pull by digest since counts.
+func TestPinTagPullCountsForThePinsBytes(t *testing.T) {
+	w := inPlaceWorld(t, 3, aru, map[string]string{rollout.MaxUnavailableAnnotation: "100%",
+		rollout.PreDownloadAnnotation: "true", rollout.PreDownloadParallelismAnnotation: "3", rollout.PreDownloadCanaryAnnotation: "1"})
+	d := w.decide()
+	if got := takenNodes(d); !slices.Equal(got, []string{"node-0"}) {
+		t.Fatalf("got first wave %v, want the canary node-0 alone", got)
+	}
+	byTag := func(digest string) Pull {
+		return Pull{State: PullDone, Since: w.now, ByController: true, Job: true, ByTag: map[string]string{"app": digest}}
+	}
+	w.setPull("node-1", byTag(digestB)) // resolved after the tag was pushed again
+	w.setPull("node-2", byTag(digestA))
+	w.decide()
+	for _, node := range []string{"node-1", "node-2"} {
+		if got := w.r.TagPull(node); got != TagPullAwaitsPin {
+			t.Errorf("before the pin: got %s's pull %d, want TagPullAwaitsPin (%d)", node, got, TagPullAwaitsPin)
+		}
+	}
+
+	w.settleInPlace("node-0", "registry.test/app@"+digestA)
+	w.refresh()
+	d = w.r.Decide(w.now)
+	if got := takenNodes(d); !slices.Equal(got, []string{"node-2"}) {
+		t.Errorf("got second wave %v, want node-2 alone: node-1's pull brought other bytes than the pin's", got)
+	}
+	if got := w.r.TagPull("node-1"); got != TagPullStale {
+		t.Errorf("got node-1's pull %d, want TagPullStale (%d)", got, TagPullStale)
+	}
+	if got := w.r.TagPull("node-2"); got != TagPullCounts {
+		t.Errorf("got node-2's pull %d, want TagPullCounts (%d)", got, TagPullCounts)
+	}
+	if got := pulled(d); !slices.Equal(got, []string{"node-1"}) {
+		t.Errorf("got pulls %v, want node-1 pulling again", got)
+	}
+	w.carryOut(d)
+
+	w.setPull("node-1", Pull{State: PullDone, ByController: true, Job: true}) // by digest
+	w.refresh()
+	d = w.r.Decide(w.now)
+	if got := takenNodes(d); !slices.Equal(got, []string{"node-1"}) {
+		t.Errorf("got %v taken, want node-1 once it pulled the pin's digest", got)
+	}
+}
+
+// TestPinCanaryTakenOnItsTagPull: with every node gated by its
+// pre-download, the canary's pull by tag, made before any pin, counts: the
+// pin needs the canary.
+func TestPinCanaryTakenOnItsTagPull(t *testing.T) {
+	w := inPlaceWorld(t, 2, aru, map[string]string{rollout.MaxUnavailableAnnotation: "100%", rollout.PreDownloadAnnotation: "true"})
+	d := w.decide()
+	if len(d.Take) != 0 || !slices.Contains(pulled(d), "node-0") {
+		t.Fatalf("got takes %v and pulls %v, want node-0 pulling first", takenNodes(d), pulled(d))
+	}
+	w.setPull("node-0", Pull{State: PullDone, Since: w.now, ByController: true, Job: true, ByTag: map[string]string{"app": digestA}})
+	d = w.decide()
+	if got := takenNodes(d); !slices.Equal(got, []string{"node-0"}) {
+		t.Errorf("got %v taken, want the canary node-0 on its pull by tag", got)
+	}
+	if got := w.r.TagPull("node-0"); got != TagPullAwaitsPin {
+		t.Errorf("got the canary's pull %d, want TagPullAwaitsPin (%d): not written before the pin", got, TagPullAwaitsPin)
+	}
+}

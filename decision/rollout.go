@@ -200,6 +200,7 @@ func (r *Rollout) Build(now time.Time, nodes []string, facts FactsFunc) []Notice
 	for _, n := range slices.Sorted(maps.Keys(all)) {
 		r.rejudge(j, n, facts)
 	}
+	r.rejudgeAwaitingPin(j, facts)
 	// Standing offers are adopted once, at the first sight of a new record:
 	// a PodNeedUpgrade=True written later is a node's claim, not an offer.
 	r.adopt = false
@@ -227,7 +228,28 @@ func (r *Rollout) Refresh(now time.Time, dirty map[string]bool, facts FactsFunc)
 	for _, n := range slices.Sorted(maps.Keys(due)) {
 		r.rejudge(j, n, facts)
 	}
+	r.rejudgeAwaitingPin(j, facts)
 	return r.notices
+}
+
+// rejudgeAwaitingPin judges again, once the judgement set a pin, the nodes
+// whose pull by tag awaited one: the pin says now whether it counts. Rare
+// (once per architecture and rollout), so a walk of every node.
+func (r *Rollout) rejudgeAwaitingPin(j *judgement, facts FactsFunc) {
+	if !j.pinned {
+		return
+	}
+	j.pinned = false
+	var awaiting []string
+	for name, n := range r.nodes {
+		if n.verdict.tagPull == TagPullAwaitsPin {
+			awaiting = append(awaiting, name)
+		}
+	}
+	slices.Sort(awaiting)
+	for _, name := range awaiting {
+		r.rejudge(j, name, facts)
+	}
 }
 
 func (r *Rollout) judgement(now time.Time) *judgement {

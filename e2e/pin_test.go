@@ -8,10 +8,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeota/edgeota/harness"
 	"github.com/edgeota/edgeota/imageref"
@@ -50,24 +53,37 @@ func registryDigest(image, arch string, pushes int) string {
 
 // TestPinInPlaceRepush: in place, the tag pushed again once the canary
 // pulled it reaches no later node: the canary's digest is pinned, and every
-// later node is patched to repository@digest and runs it, those that
-// pre-downloaded the tag after the push included; the first wave is the
-// canary alone.
+// later node is patched to repository@digest and runs it; the first wave is
+// the canary alone. A node that pre-downloaded the tag before the pin, and
+// got the pushed bytes, does not count that download: it pulls the
+// canary's digest before its turn.
 //
 // It runs alone (e2e/README.md): it models image pulls, whose simulator acts
 // on every pod of its cluster.
 func TestPinInPlaceRepush(t *testing.T) {
 	const nodes = 4
-	canary := localcluster.NodeName(1)
+	canary, second := localcluster.NodeName(1), localcluster.NodeName(2)
 	e := newEnvWith(t, harness.ClusterOptions{Nodes: nodes, NodeHeartbeat: nodeHeartbeat,
 		ImagePulls: &localcluster.ImagePulls{Delay: 4 * time.Second, Preloaded: []string{oldImage}}})
 	e.startController(e.cluster.Kubeconfig, "-v=2")
 	e.createInPlaceDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "100%",
 		preDownloadAnnotation: "true", "edgeota.io/pre-download-parallelism": "1"}, nil)
 	first := e.waitRolloutStatus("the first revision rolled out", func(s *rollout.Status) bool { return s.Complete() })
+	// The canary holds the new tag's first bytes already, so that its turn
+	// comes at once and the tag is pushed again while the next node's
+	// pre-download, by tag, still pulls.
+	pushedFrom := registryDigest(newImage, "amd64", 0)
+	e.createPinnedPod("holds-new", newImage, canary)
+	eventually(t, "the canary holding "+newImage, func(ctx context.Context) (bool, string, error) {
+		p, err := e.cluster.Client.CoreV1().Pods(e.ns).Get(ctx, "holds-new", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return runningDigest(p) == pushedFrom, runningDigest(p), nil
+	})
+	pulls := e.watchPulls()
 
 	e.setImage(newImage)
-	pushedFrom := registryDigest(newImage, "amd64", 0)
 	eventually(t, "the canary running the tag's first digest", func(ctx context.Context) (bool, string, error) {
 		pods, err := e.podsByNode(ctx)
 		if err != nil || pods[canary] == nil {
@@ -80,12 +96,13 @@ func TestPinInPlaceRepush(t *testing.T) {
 	}
 	pushed := registryDigest(newImage, "amd64", 1)
 	done := e.waitRevisionComplete("the rollout completed", first.Hash)
+	pinned := imageref.Pinned(newImage, pushedFrom)
 	pin, ok := done.Pins["amd64"]
-	if want := imageref.Pinned(newImage, pushedFrom); !ok || pin.Canary != canary || pin.Images["nginx"] != want {
-		t.Errorf("got pins %+v, want amd64's canary %s pinned to %s", done.Pins, canary, want)
+	if !ok || pin.Canary != canary || pin.Images["nginx"] != pinned {
+		t.Errorf("got pins %+v, want amd64's canary %s pinned to %s", done.Pins, canary, pinned)
 	}
 	for node, p := range e.livePods() {
-		want := imageref.Pinned(newImage, pushedFrom)
+		want := pinned
 		if node == canary {
 			want = newImage
 		}
@@ -96,6 +113,107 @@ func TestPinInPlaceRepush(t *testing.T) {
 	if events := e.waitEventsOf(rollout.ReasonPinned, 1); len(events) != 1 || !strings.Contains(events[0].Message, pushedFrom) || !strings.Contains(events[0].Message, done.Hash) {
 		t.Errorf("got %s events %v, want one naming %s", rollout.ReasonPinned, eventMessages(events), pushedFrom)
 	}
+
+	// The second node pre-downloaded the tag before the pin and got the
+	// pushed bytes: that pull did not let it be patched; one of the
+	// pinned digest, started since, did.
+	seen := pulls.of(second)
+	byTag := slices.IndexFunc(seen, func(p seenPull) bool { return p.image == newImage && p.digest == pushed })
+	byDigest := slices.IndexFunc(seen, func(p seenPull) bool { return p.image == pinned && p.digest != "" })
+	switch patched := pulls.patchedAt(second); {
+	case byTag < 0:
+		t.Fatalf("got %s's pulls %+v, want one by tag that got the pushed %s (the scenario needs it: did the canary wait?)", second, seen, pushed)
+	case byDigest < byTag:
+		t.Errorf("got %s's pulls %+v, want one of %s after its pull by tag", second, seen, pinned)
+	case patched.IsZero() || patched.Before(seen[byDigest].doneAt):
+		t.Errorf("got %s patched at %s, its pull of %s done at %s: want the patch after that pull", second, patched, pinned, seen[byDigest].doneAt)
+	}
+}
+
+// seenPull is a pre-download Job's pull as the test saw it: the image its
+// Job named, the digest its pod got (once it started), and when.
+type seenPull struct {
+	image, digest string
+	doneAt        time.Time
+}
+
+// pullWatch records, through a watch of the namespace's pods, each node's
+// pre-download Job pods and when its DaemonSet pod was first patched.
+type pullWatch struct {
+	mu      sync.Mutex
+	pulls   map[string]map[types.UID]seenPull
+	order   map[string][]types.UID
+	patched map[string]time.Time
+}
+
+// watchPulls starts a pullWatch until the test ends.
+func (e *env) watchPulls() *pullWatch {
+	e.t.Helper()
+	w, err := e.cluster.Client.CoreV1().Pods(e.ns).Watch(e.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(w.Stop)
+	pw := &pullWatch{pulls: map[string]map[types.UID]seenPull{}, order: map[string][]types.UID{}, patched: map[string]time.Time{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				pw.see(p, time.Now())
+			}
+		}
+	}()
+	return pw
+}
+
+func (pw *pullWatch) see(p *corev1.Pod, now time.Time) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	node := p.Spec.NodeName
+	switch {
+	case p.Labels["edgeota.io/prepull"] == "true":
+		for i, c := range p.Spec.Containers {
+			if c.Name != "nginx" {
+				continue
+			}
+			if pw.pulls[node] == nil {
+				pw.pulls[node] = map[types.UID]seenPull{}
+			}
+			sp, known := pw.pulls[node][p.UID]
+			if !known {
+				pw.order[node] = append(pw.order[node], p.UID)
+				sp.image = c.Image
+			}
+			if sp.digest == "" && i < len(p.Status.ContainerStatuses) {
+				if st := p.Status.ContainerStatuses[i]; st.State.Running != nil || st.State.Terminated != nil {
+					sp.digest, sp.doneAt = digestOf(st.ImageID), now
+				}
+			}
+			pw.pulls[node][p.UID] = sp
+		}
+	case p.Labels["app"] == dsName && imageOf(p) != oldImage:
+		if _, ok := pw.patched[node]; !ok {
+			pw.patched[node] = now
+		}
+	}
+}
+
+// of returns the node's pulls, in the order their pods appeared.
+func (pw *pullWatch) of(node string) []seenPull {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	var out []seenPull
+	for _, uid := range pw.order[node] {
+		out = append(out, pw.pulls[node][uid])
+	}
+	return out
+}
+
+// patchedAt is when the test first saw the node's DaemonSet pod name
+// another image than the old one (zero: never).
+func (pw *pullWatch) patchedAt(node string) time.Time {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.patched[node]
 }
 
 // TestPinRecreateRepushHalts: recreated, the tag pushed again once the
