@@ -321,7 +321,7 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 	case p.DeletionTimestamp != nil && !current && !r.deleted[p.Name]:
 		r.deleted[p.Name] = true
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: podDeleted})
-	case p.DeletionTimestamp == nil && current && isReady(p) && runs(p, r.img) && !r.settled[p.Name]:
+	case p.DeletionTimestamp == nil && current && isReady(p) && runs(p, p.Spec.Containers[0].Image) && !r.settled[p.Name]:
 		r.settled[p.Name] = true
 		var sent time.Time
 		for _, c := range p.Status.Conditions {
