@@ -525,8 +525,9 @@ type batch struct {
 // else once ProgressInterval has passed since the last write. It returns how
 // long until what waits is due (zero when nothing waits). On failure what
 // was not written stays to be written, and the error says so. What it
-// replaces (a rewrite supersedes every older segment) is left for Compact
-// to delete: a write ahead of a deletion of pods makes one request.
+// replaces (a rewrite supersedes every older segment), and the parts of a
+// write cut short, are left for Compact to delete: a write ahead of a
+// deletion of pods makes one request.
 func (s *Store) Write(ctx context.Context, r *Record) (time.Duration, error) {
 	r.writing.Lock()
 	defer r.writing.Unlock()
@@ -547,7 +548,7 @@ func (s *Store) Write(ctx context.Context, r *Record) (time.Duration, error) {
 		r.rewrite = r.rewrite || b.rewrite
 		r.urgent = r.urgent || b.urgent
 		r.mu.Unlock()
-		return wait, errors.Join(fmt.Errorf("writing the rollout record of daemonset %s: %w", r.dsKey, err), s.deleteParts(ctx, r))
+		return wait, fmt.Errorf("writing the rollout record of daemonset %s: %w", r.dsKey, err)
 	}
 	for _, l := range b.lines {
 		delete(r.sending, l.key)
@@ -844,51 +845,33 @@ func (s *Store) strangers(r *Record) {
 }
 
 // deleteParts deletes the record's ConfigMaps marked deleting; those that
-// fail stay marked, for the next Compact. A name is created once but for a
-// merge tried again, and merges run one at a time: no create of a part of
-// the same name runs meanwhile.
+// fail stay marked, for the next Compact. Only Compact calls it, and a
+// name is created again only by a merge tried again, after this call:
+// no create of a part of the same name runs meanwhile.
 func (s *Store) deleteParts(ctx context.Context, r *Record) error {
-	var errs []error
-	for _, name := range r.deleting() {
-		errs = append(errs, s.deletePart(ctx, r, name))
-	}
-	return errors.Join(errs...)
-}
-
-// deleting names the record's ConfigMaps marked deleting, in order.
-func (r *Record) deleting() []string {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	var names []string
 	for name, p := range r.parts {
 		if p.state == deleting {
 			names = append(names, name)
 		}
 	}
+	r.mu.Unlock()
 	slices.Sort(names)
-	return names
-}
-
-// deletePart deletes one of the record's ConfigMaps marked deleting (nil
-// when it is gone already, or no longer marked).
-func (s *Store) deletePart(ctx context.Context, r *Record, name string) error {
-	r.mu.Lock()
-	p := r.parts[name]
-	marked := p != nil && p.state == deleting
-	r.mu.Unlock()
-	if !marked {
-		return nil
+	var errs []error
+	for _, name := range names {
+		err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting rollout record %s/%s: %w", s.namespace, name, err))
+			continue
+		}
+		r.mu.Lock()
+		if p := r.parts[name]; p != nil && p.state == deleting {
+			p.state = gone
+		}
+		r.mu.Unlock()
 	}
-	err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting rollout record %s/%s: %w", s.namespace, name, err)
-	}
-	r.mu.Lock()
-	if p := r.parts[name]; p != nil && p.state == deleting {
-		p.state = gone
-	}
-	r.mu.Unlock()
-	return nil
+	return errors.Join(errs...)
 }
 
 // Observe takes an event of the records' informer (deleted: the ConfigMap is
