@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -241,14 +242,22 @@ func isImage(image, img string) bool {
 // pinnedTo is img as ota-controller patches a pod in place once its
 // architecture's canary ran it (issue 44's pinning, on wherever in place
 // is): its repository at the digest the local cluster's registry serves
-// img by.
+// img by. Worked out once per image (pinned): the watches ask at every pod
+// event, the polls for every node.
 func pinnedTo(img string) string {
-	id, err := imageref.Parse(localcluster.ImageID(img))
-	if err != nil {
-		return img
+	if p, ok := pinned.Load(img); ok {
+		return p.(string)
 	}
-	return imageref.Pinned(img, id.Digest)
+	p := img
+	if id, err := imageref.Parse(localcluster.ImageID(img)); err == nil {
+		p = imageref.Pinned(img, id.Digest)
+	}
+	pinned.Store(img, p)
+	return p
 }
+
+// pinned memoizes pinnedTo: image → its pinned form.
+var pinned sync.Map
 
 // runs reports whether the pod's kubelet runs img: it observed the pod's
 // spec (observedGeneration caught up) and reports its container running

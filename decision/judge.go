@@ -629,11 +629,7 @@ const (
 // the tag).
 func (p Pin) holds(byTag map[string]string, old *Pod) bool {
 	for c, got := range byTag {
-		want := p.Digests[c]
-		if want == "" || got == want {
-			continue
-		}
-		if id, err := imageref.Parse(old.ImageIDs.Get(c)); err != nil || id.Digest != want {
+		if want := p.Digests[c]; want != "" && got != want && !old.runsDigest(c, want) {
 			return false
 		}
 	}

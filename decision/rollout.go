@@ -547,7 +547,7 @@ func (r *Rollout) pinned(node string, images map[string]string) map[string]strin
 	}
 	out := make(map[string]string, len(images))
 	for c, image := range images {
-		if d := pin.Digests[c]; d != "" && !r.runs(n, c, d) {
+		if d := pin.Digests[c]; d != "" && !n.oldPod.runsDigest(c, d) {
 			image = imageref.Pinned(image, d)
 		}
 		out[c] = image
@@ -555,12 +555,13 @@ func (r *Rollout) pinned(node string, images map[string]string) map[string]strin
 	return out
 }
 
-// runs reports whether the node's old pod's container runs the digest.
-func (r *Rollout) runs(n *nodeInfo, container, digest string) bool {
-	if n.oldPod == nil {
+// runsDigest reports whether the pod's container runs the digest, as its
+// imageID says (false for no pod).
+func (p *Pod) runsDigest(container, digest string) bool {
+	if p == nil {
 		return false
 	}
-	id, err := imageref.Parse(n.oldPod.ImageIDs.Get(container))
+	id, err := imageref.Parse(p.ImageIDs.Get(container))
 	return err == nil && id.Digest == digest
 }
 
