@@ -22,6 +22,9 @@ cd "$root"
 export E2E_SIDE_BY_SIDE
 
 names=() times=() outcomes=()
+# Each stage's output is also kept in $logs/NAME.log.
+logs=$root/.cache/test-logs
+rm -rf "$logs" && mkdir -p "$logs"
 begin=$SECONDS
 e2e_pid=
 rm -f "$E2E_REPORT" "$E2E_SIDE_BY_SIDE"
@@ -39,6 +42,15 @@ summary() {
 		printf '  %-12s %6ss  %s\n' "${names[$i]}" "${times[$i]}" "${outcomes[$i]}"
 	done
 	printf '  %-12s %6ss  (stages beside %s overlap it)\n' total $((SECONDS - begin)) "$e2e"
+	# What failed, for a reader who sees only the end of the output (a
+	# CI's log tail): each failed stage's failing tests, races and panics.
+	for i in "${!names[@]}"; do
+		if [[ ${outcomes[$i]} == failed* && -s $logs/${names[$i]}.log ]]; then
+			echo
+			echo "${names[$i]} failed; its failures ($logs/${names[$i]}.log):"
+			grep -E -m 40 -e '--- FAIL|^FAIL|^panic:|WARNING: DATA RACE|^ *[A-Za-z0-9_]+\.go:[0-9]+: ' "$logs/${names[$i]}.log" | sed 's/^/  /'
+		fi
+	done
 	if [[ -s $E2E_REPORT && -x $root/bin/testlog ]]; then
 		echo
 		"$root/bin/testlog" slowest -n 10 "$E2E_REPORT"
@@ -58,9 +70,9 @@ stage() {
 	i=${#names[@]}
 	names+=("$name") times+=(0) outcomes+=(running)
 	if [[ -n $prefix ]]; then
-		make --no-print-directory "$name" 2>&1 | sed -u "s/^/[$name] /"
+		make --no-print-directory "$name" 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
 	else
-		make --no-print-directory "$name"
+		make --no-print-directory "$name" 2>&1 | tee "$logs/$name.log"
 	fi
 	rc=$?
 	times[i]=$((SECONDS - start))
@@ -81,7 +93,7 @@ done
 e2e_start=$SECONDS
 e2e_index=${#names[@]}
 names+=("$e2e") times+=(0) outcomes+=(running)
-make --no-print-directory "$e2e" &
+make --no-print-directory "$e2e" > >(tee "$logs/$e2e.log") 2>&1 &
 e2e_pid=$!
 
 # Wait until its scenarios that run alone are done, or it ends.

@@ -77,7 +77,8 @@ type Store struct {
 // indexer (an informer of the metadata of the ConfigMaps labelled Label
 // there, through Transform, indexed by ByOwner), read and written through
 // client. written is told each write's size; foreign the DaemonSet key of
-// a record someone else deleted or changed (see Observe).
+// a record someone else deleted or changed (see Observe). Both may be
+// called at once from several goroutines: merges run beside writes.
 func NewStore(client kube.Interface, namespace string, indexer cache.Indexer, fieldManager string,
 	written func(data, stored int), foreign func(dsKey string), now func() time.Time, logger klog.Logger) *Store {
 	if written == nil {

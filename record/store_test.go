@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ type fixture struct {
 	indexer cache.Indexer
 	store   *Store
 	now     time.Time
+	// mu guards foreign, data and stored: the store calls its hooks from
+	// the writes and from the merges, which run beside them.
+	mu      sync.Mutex
 	foreign []string
 	// data and stored are the sizes of each write, in order.
 	data, stored []int
@@ -68,8 +72,16 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 // restarted, or a new leader.
 func (f *fixture) newStore() *Store {
 	return NewStore(kubetest.Wrap(f.client), ns, f.indexer, "test",
-		func(data, stored int) { f.data, f.stored = append(f.data, data), append(f.stored, stored) },
-		func(key string) { f.foreign = append(f.foreign, key) }, func() time.Time { return f.now }, klog.Background())
+		func(data, stored int) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.data, f.stored = append(f.data, data), append(f.stored, stored)
+		},
+		func(key string) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.foreign = append(f.foreign, key)
+		}, func() time.Time { return f.now }, klog.Background())
 }
 
 // stored returns the record ConfigMaps as the API holds them, by name.
