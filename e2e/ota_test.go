@@ -47,15 +47,7 @@ func TestOTAWalkThrough(t *testing.T) {
 		// The agent serves its own watch of its node's pods, which sees
 		// the mark a moment after the test's read of the API server did.
 		eventually(t, fmt.Sprintf("GET /pods on %s to list pod %s with %s=True", node2, pod.Name, podcondition.NeedUpgrade),
-			func(ctx context.Context) (bool, string, error) {
-				list, err := rest.listPods(ctx)
-				if err != nil {
-					return false, "", err
-				}
-				return slices.ContainsFunc(list.Items, func(p corev1.Pod) bool {
-					return p.UID == pod.UID && podcondition.IsTrue(&p.Status, podcondition.NeedUpgrade)
-				}), fmt.Sprintf("%+v", list.Items), nil
-			})
+			func(ctx context.Context) (bool, string, error) { return rest.seesMarked(ctx, pod) })
 		if code, body, err := rest.post(e.ctx(), e.ns, marked[node1].Name, "upgrade"); err != nil || code != http.StatusForbidden {
 			t.Fatalf("upgrading node 1's pod through node 2's agent: got %d %q, %v; want 403", code, body, err)
 		}
