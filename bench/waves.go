@@ -283,6 +283,10 @@ type flightRecorder struct {
 	// kind; old the pods seen at another image (a pod seen at img after
 	// that was patched in place).
 	deleted, created, bound, settled, answered, patched, old map[string]bool
+	// stale is the challenge each pod carried at another image: a pod
+	// patched in place keeps its annotations, and an answer to that
+	// challenge is its last upgrade's, which proves nothing of this one.
+	stale map[string]string
 	// heartbeat is each node's latest heartbeat seen, of either kind: the
 	// controller takes the later of the two.
 	heartbeat map[string]time.Time
@@ -290,7 +294,8 @@ type flightRecorder struct {
 
 func newFlightRecorder(img string) *flightRecorder {
 	return &flightRecorder{img: img, deleted: map[string]bool{}, created: map[string]bool{}, bound: map[string]bool{},
-		settled: map[string]bool{}, answered: map[string]bool{}, patched: map[string]bool{}, old: map[string]bool{}, heartbeat: map[string]time.Time{}}
+		settled: map[string]bool{}, answered: map[string]bool{}, patched: map[string]bool{}, old: map[string]bool{}, stale: map[string]string{},
+		heartbeat: map[string]time.Time{}}
 }
 
 // pod records an old pod's deletion (or its patch in place), a new pod's
@@ -301,7 +306,7 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 	defer r.mu.Unlock()
 	node, current := p.Spec.NodeName, isImage(p.Spec.Containers[0].Image, r.img)
 	if !current && p.DeletionTimestamp == nil {
-		r.old[p.Name] = true
+		r.old[p.Name], r.stale[p.Name] = true, p.Annotations[rollout.ChallengeAnnotation]
 	}
 	if current && p.DeletionTimestamp == nil && r.old[p.Name] && !r.patched[p.Name] {
 		r.patched[p.Name] = true
@@ -337,7 +342,8 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 		}
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: podSettled, sent: sent})
 	}
-	if p.DeletionTimestamp == nil && current && answered(p) && r.settled[p.Name] && !r.answered[p.Name] {
+	if p.DeletionTimestamp == nil && current && answered(p) && p.Annotations[rollout.ChallengeAnnotation] != r.stale[p.Name] &&
+		r.settled[p.Name] && !r.answered[p.Name] {
 		r.answered[p.Name] = true
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: answerSeen})
 	}

@@ -329,3 +329,34 @@ func TestFlightRecorderFollowsAPatchInPlace(t *testing.T) {
 		t.Errorf("got %d replaced, turns %+v; want one, Ready 2 s after its patch", f.replaced, f.turns)
 	}
 }
+
+// TestFlightRecorderTakesNoAnswerOfTheLastUpgrade: a pod patched in place
+// keeps the challenge and answer of its last upgrade; that answer proves
+// nothing of this one: only the answer to a new challenge ends its flight.
+func TestFlightRecorderTakesNoAnswerOfTheLastUpgrade(t *testing.T) {
+	now := time.Unix(3000, 0)
+	started := metav1.NewTime(now.Add(time.Second))
+	pod := func(img, challenge string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{
+			rollout.ChallengeAnnotation: challenge, rollout.AnswerAnnotation: challenge}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Image: img}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+			}, ContainerStatuses: runningStatus(img, started)}}
+	}
+	r := newFlightRecorder("v2")
+	r.pod(now, pod("v1", "uid/last"))
+	r.pod(now.Add(2*time.Second), pod("v2", "uid/last")) // patched and settled, the last answer kept
+	r.pod(now.Add(3*time.Second), pod("v2", "uid/this")) // answered anew
+	var kinds []flightKind
+	var answeredAt time.Time
+	for _, e := range r.events {
+		kinds = append(kinds, e.kind)
+		if e.kind == answerSeen {
+			answeredAt = e.at
+		}
+	}
+	if want := []flightKind{podPatched, podSettled, answerSeen}; !slices.Equal(kinds, want) || !answeredAt.Equal(now.Add(3*time.Second)) {
+		t.Errorf("got events %v (answered at %v), want %v, answered at +3 s", kinds, answeredAt, want)
+	}
+}

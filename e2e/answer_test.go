@@ -108,15 +108,17 @@ func TestAgentAnswersChallenges(t *testing.T) {
 				return got == cutOff, fmt.Sprintf("answer %q, want %q", got, cutOff), err
 			})
 
-			_, metrics, err := a.get(e.ctx(), "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, line := range []string{`edgeota_agent_alive_answers_total{result="written"} 2`, `edgeota_agent_alive_answers_total{result="refused"} 0`} {
-				if !strings.Contains(metrics, line) {
-					t.Errorf("got /metrics:\n%s\nwant %s", metrics, line)
+			// The agent counts an answer once the API server's reply
+			// reaches it, which may be after the test sees the answer.
+			eventually(t, "both answers counted as written, none refused", func(ctx context.Context) (bool, string, error) {
+				_, metrics, err := a.get(ctx, "/metrics")
+				for _, line := range []string{`edgeota_agent_alive_answers_total{result="written"} 2`, `edgeota_agent_alive_answers_total{result="refused"} 0`} {
+					if !strings.Contains(metrics, line) {
+						return false, fmt.Sprintf("got /metrics:\n%s\nwant %s", metrics, line), err
+					}
 				}
-			}
+				return true, "", err
+			})
 		})
 	}
 }
