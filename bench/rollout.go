@@ -492,7 +492,7 @@ func rollOutRecorded(ctx context.Context, s *session, pods *view[*corev1.Pod], b
 	// under its own name was patched in place.
 	for _, p := range pods.snapshot() {
 		if p.DeletionTimestamp == nil && len(p.Spec.Containers) > 0 && !isImage(p.Spec.Containers[0].Image, img) {
-			rec.old[p.Name] = true
+			rec.sawOld(p)
 		}
 	}
 	pods.observe(rec.pod)

@@ -280,13 +280,13 @@ type flightRecorder struct {
 	events []flightEvent
 	// deleted, created, bound, settled, answered and patched remember the
 	// pods already reported, so that each pod yields one event of each
-	// kind; old the pods seen at another image (a pod seen at img after
-	// that was patched in place).
-	deleted, created, bound, settled, answered, patched, old map[string]bool
-	// stale is the challenge each pod carried at another image: a pod
+	// kind.
+	deleted, created, bound, settled, answered, patched map[string]bool
+	// old are the pods seen at another image (a pod seen at img after that
+	// was patched in place), with the challenge each carried then: a pod
 	// patched in place keeps its annotations, and an answer to that
 	// challenge is its last upgrade's, which proves nothing of this one.
-	stale map[string]string
+	old map[string]string
 	// heartbeat is each node's latest heartbeat seen, of either kind: the
 	// controller takes the later of the two.
 	heartbeat map[string]time.Time
@@ -294,8 +294,13 @@ type flightRecorder struct {
 
 func newFlightRecorder(img string) *flightRecorder {
 	return &flightRecorder{img: img, deleted: map[string]bool{}, created: map[string]bool{}, bound: map[string]bool{},
-		settled: map[string]bool{}, answered: map[string]bool{}, patched: map[string]bool{}, old: map[string]bool{}, stale: map[string]string{},
-		heartbeat: map[string]time.Time{}}
+		settled: map[string]bool{}, answered: map[string]bool{}, patched: map[string]bool{}, old: map[string]string{}, heartbeat: map[string]time.Time{}}
+}
+
+// sawOld records a pod seen at another image than img, and the challenge it
+// carried (r.mu held, or before the recorder observes any watch).
+func (r *flightRecorder) sawOld(p *corev1.Pod) {
+	r.old[p.Name] = p.Annotations[rollout.ChallengeAnnotation]
 }
 
 // pod records an old pod's deletion (or its patch in place), a new pod's
@@ -306,13 +311,14 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 	defer r.mu.Unlock()
 	node, current := p.Spec.NodeName, isImage(p.Spec.Containers[0].Image, r.img)
 	if !current && p.DeletionTimestamp == nil {
-		r.old[p.Name], r.stale[p.Name] = true, p.Annotations[rollout.ChallengeAnnotation]
+		r.sawOld(p)
 	}
-	if current && p.DeletionTimestamp == nil && r.old[p.Name] && !r.patched[p.Name] {
+	lastChallenge, old := r.old[p.Name]
+	if current && p.DeletionTimestamp == nil && old && !r.patched[p.Name] {
 		r.patched[p.Name] = true
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: podPatched})
 	}
-	if current && p.DeletionTimestamp == nil && !r.old[p.Name] {
+	if current && p.DeletionTimestamp == nil && !old {
 		if !r.created[p.Name] {
 			r.created[p.Name] = true
 			r.events = append(r.events, flightEvent{at: at, node: cmp.Or(node, affinityNode(p)), kind: podCreated})
@@ -342,7 +348,7 @@ func (r *flightRecorder) pod(at time.Time, p *corev1.Pod) {
 		}
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: podSettled, sent: sent})
 	}
-	if p.DeletionTimestamp == nil && current && answered(p) && p.Annotations[rollout.ChallengeAnnotation] != r.stale[p.Name] &&
+	if p.DeletionTimestamp == nil && current && answered(p) && p.Annotations[rollout.ChallengeAnnotation] != lastChallenge &&
 		r.settled[p.Name] && !r.answered[p.Name] {
 		r.answered[p.Name] = true
 		r.events = append(r.events, flightEvent{at: at, node: node, kind: answerSeen})

@@ -332,7 +332,9 @@ func TestFlightRecorderFollowsAPatchInPlace(t *testing.T) {
 
 // TestFlightRecorderTakesNoAnswerOfTheLastUpgrade: a pod patched in place
 // keeps the challenge and answer of its last upgrade; that answer proves
-// nothing of this one: only the answer to a new challenge ends its flight.
+// nothing of this one, whether the pod was seen at the old image by the
+// watch or in the snapshot before the rollout: only the answer to a new
+// challenge ends its flight.
 func TestFlightRecorderTakesNoAnswerOfTheLastUpgrade(t *testing.T) {
 	now := time.Unix(3000, 0)
 	started := metav1.NewTime(now.Add(time.Second))
@@ -344,19 +346,24 @@ func TestFlightRecorderTakesNoAnswerOfTheLastUpgrade(t *testing.T) {
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
 			}, ContainerStatuses: runningStatus(img, started)}}
 	}
-	r := newFlightRecorder("v2")
-	r.pod(now, pod("v1", "uid/last"))
-	r.pod(now.Add(2*time.Second), pod("v2", "uid/last")) // patched and settled, the last answer kept
-	r.pod(now.Add(3*time.Second), pod("v2", "uid/this")) // answered anew
-	var kinds []flightKind
-	var answeredAt time.Time
-	for _, e := range r.events {
-		kinds = append(kinds, e.kind)
-		if e.kind == answerSeen {
-			answeredAt = e.at
+	for name, seeOld := range map[string]func(r *flightRecorder, p *corev1.Pod){
+		"by the watch":    func(r *flightRecorder, p *corev1.Pod) { r.pod(now, p) },
+		"in the snapshot": (*flightRecorder).sawOld,
+	} {
+		r := newFlightRecorder("v2")
+		seeOld(r, pod("v1", "uid/last"))
+		r.pod(now.Add(2*time.Second), pod("v2", "uid/last")) // patched and settled, the last answer kept
+		r.pod(now.Add(3*time.Second), pod("v2", "uid/this")) // answered anew
+		var kinds []flightKind
+		var answeredAt time.Time
+		for _, e := range r.events {
+			kinds = append(kinds, e.kind)
+			if e.kind == answerSeen {
+				answeredAt = e.at
+			}
 		}
-	}
-	if want := []flightKind{podPatched, podSettled, answerSeen}; !slices.Equal(kinds, want) || !answeredAt.Equal(now.Add(3*time.Second)) {
-		t.Errorf("got events %v (answered at %v), want %v, answered at +3 s", kinds, answeredAt, want)
+		if want := []flightKind{podPatched, podSettled, answerSeen}; !slices.Equal(kinds, want) || !answeredAt.Equal(now.Add(3*time.Second)) {
+			t.Errorf("seen at the old image %s: got events %v (answered at %v), want %v, answered at +3 s", name, kinds, answeredAt, want)
+		}
 	}
 }
