@@ -66,8 +66,14 @@ func TestPinInPlaceRepush(t *testing.T) {
 	e := newEnvWith(t, harness.ClusterOptions{Nodes: nodes, NodeHeartbeat: nodeHeartbeat,
 		ImagePulls: &localcluster.ImagePulls{Delay: 4 * time.Second, Preloaded: []string{oldImage}}})
 	e.startController(e.cluster.Kubeconfig, "-v=2")
+	// Two pre-downloads at a time: the canary's and the second node's start
+	// together, so the second node's pull by tag begins before the canary
+	// settles and its digest is pinned. One at a time, the second node's
+	// Job waited for the canary's to finish, and a canary that settled
+	// within that moment had the pin made first: the second node then
+	// pulled the digest alone, and the scenario never set up.
 	e.createInPlaceDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "100%",
-		preDownloadAnnotation: "true", "edgeota.io/pre-download-parallelism": "1"}, nil)
+		preDownloadAnnotation: "true", rollout.PreDownloadParallelismAnnotation: "2"}, nil)
 	first := e.waitRolloutStatus("the first revision rolled out", func(s *rollout.Status) bool { return s.Complete() })
 	// The canary holds the new tag's first bytes already, so that its turn
 	// comes at once and the tag is pushed again while the next node's
