@@ -73,7 +73,7 @@ func TestPinInPlaceRepush(t *testing.T) {
 	// within that moment had the pin made first: the second node then
 	// pulled the digest alone, and the scenario never set up.
 	e.createInPlaceDaemonSet(map[string]string{strategyAnnotation: "AdvancedRollingUpdate", maxUnavailableAnnotation: "100%",
-		preDownloadAnnotation: "true", rollout.PreDownloadParallelismAnnotation: "2"}, nil)
+		preDownloadAnnotation: "true", "edgeota.io/pre-download-parallelism": "2"}, nil)
 	first := e.waitRolloutStatus("the first revision rolled out", func(s *rollout.Status) bool { return s.Complete() })
 	// The canary holds the new tag's first bytes already, so that its turn
 	// comes at once and the tag is pushed again while the next node's
